@@ -1,0 +1,59 @@
+// The plan format: plan.json, what the planner decided and what it predicts.
+//
+// Owned by the planner, read by the rewriter and viz. Torch-free and versioned
+// like the profile format. A plan is a list of segments: contiguous ranges of
+// top-level nodes of the inlined forward graph, each of which the rewriter
+// turns into one acprof::checkpoint call whose internal tensors are not kept
+// for backward but recomputed from the segment's inputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "acprof/profile_format.h"
+
+namespace acprof {
+
+inline constexpr int kPlanSchemaVersion = 1;
+
+struct SegmentCut {
+  int first_node = 0;  // inclusive, forward node ids of the profile
+  int last_node = 0;   // inclusive
+  std::vector<std::string> input_values;   // tensor values read inside, defined outside
+  std::vector<std::string> output_values;  // values defined inside, read after last_node
+  std::vector<int> dropped_tensors;        // profile tensor ids not kept for backward
+  int64_t dropped_bytes = 0;               // sum of the dropped tensors' bytes
+  double recompute_time_us = 0;            // forward time of the segment's nodes
+};
+
+// One point of the predicted memory timeline: the peak inside a step of the
+// profile, or inside a recompute that the plan adds before that step.
+struct TimelinePoint {
+  int step = 0;               // step index of the profile
+  bool recompute = false;     // true: the recompute of a segment that runs before `step`
+  int64_t peak_bytes = 0;
+};
+
+struct Plan {
+  std::string model_sha256;   // the profile's; the rewriter refuses any other model
+  std::string model_path;     // the profile's, the default model for 'acprof rewrite'
+  std::string profile_path;
+  std::string solver;         // mu-two | chen | none
+  std::string budget_text;    // as the user typed it
+  int64_t budget_bytes = 0;
+  int64_t baseline_peak_bytes = 0;   // simulated with no recompute (equals the profile's peak)
+  int64_t predicted_peak_bytes = 0;
+  int predicted_peak_step = -1;
+  double baseline_iteration_time_us = 0;
+  double extra_time_us = 0;
+  std::vector<SegmentCut> segments;
+  std::vector<TimelinePoint> predicted_timeline;
+};
+
+std::string planToJson(const Plan& plan);
+Plan planFromJson(const std::string& json_text, const std::string& source_name);  // throws FormatError
+Plan readPlanFile(const std::string& path);
+void writePlanFile(const Plan& plan, const std::string& path);  // whole or nothing
+
+}  // namespace acprof

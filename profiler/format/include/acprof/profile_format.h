@@ -1,0 +1,170 @@
+// The profile format: the data model of profile.json and its reading and writing.
+//
+// This is the contract between the recorder (which fills it from a measured
+// training step) and every later stage (planner, viz, rewriter's report), so it
+// is torch-free and versioned. A profile describes one training iteration as:
+//   - the top-level nodes of the model's *inlined* TorchScript forward graph
+//     (the unit the rewriter can cut, so the planner reasons in the same units);
+//   - a sequence of steps (one per forward node, the loss, one per autograd
+//     node run in backward, the optimizer step);
+//   - every tensor storage that was live during the iteration, with the global
+//     allocation and free *event* indices the allocator reported.
+// Replaying the storages' [alloc_event, free_event) intervals reproduces the
+// allocator's live bytes at every event exactly; timelineFromTensors does that,
+// and the simulator in planner/ does it under a recompute decision.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace acprof {
+
+// Bumped whenever a field changes meaning or disappears; readers reject others.
+inline constexpr int kProfileSchemaVersion = 1;
+
+// Categories in the spirit of PyTorch's memory timeline.
+enum class Category {
+  Weight,          // parameters and buffers
+  Gradient,        // .grad of parameters, alive at the end of backward
+  OptimizerState,  // momentum, Adam moments
+  Input,           // model inputs and targets
+  Activation,      // made in forward, alive at the end of forward, freed later
+  Temporary,       // made and freed inside one phase (or any other transient)
+  Output,          // the model's output and the loss
+};
+inline constexpr int kCategoryCount = 7;
+using CategoryBytes = std::array<int64_t, kCategoryCount>;
+
+enum class Phase { Setup, Forward, Loss, Backward, Optimizer };
+
+const char* categoryName(Category category);  // "weight", "gradient", ...
+const char* phaseName(Phase phase);           // "forward", ...
+Category categoryFromName(const std::string& name);  // throws FormatError
+Phase phaseFromName(const std::string& name);        // throws FormatError
+
+// A problem with a profile or plan file: what is wrong, where, and what to do.
+class FormatError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One top-level node of the inlined forward graph. Nodes with sub-blocks
+// (prim::If, prim::Loop) are single nodes here and are not cuttable.
+struct ForwardNode {
+  int id = 0;                         // index among the graph's top-level nodes
+  std::string kind;                   // "aten::conv2d"
+  std::string scope;                  // module scope, "layer1.0.conv1"
+  std::vector<std::string> inputs;    // value debug names
+  std::vector<std::string> outputs;   // value debug names
+  std::vector<std::string> mutated_inputs;  // inputs written in place (schema alias info)
+  bool cuttable = true;               // false for control flow and side effects
+  int forward_step = -1;              // the step that ran it, -1 if it never runs as a step
+  double forward_time_us = 0;         // median over measured iterations
+  std::vector<int> backward_steps;    // steps of autograd nodes it created
+  double backward_time_us = 0;        // sum of those steps' times
+};
+
+// One tensor storage. Static storages (weights, inputs, optimizer state,
+// anything alive before the iteration) have alloc_event == -1; storages still
+// alive after the iteration have free_event == event_count.
+struct TensorRecord {
+  int id = 0;
+  int64_t bytes = 0;
+  std::vector<int64_t> shape;         // of the first value seen on the storage; empty if none
+  std::string dtype;                  // "float32", "" if unknown
+  std::string device;                 // "cpu", "cuda:0"
+  Category category = Category::Temporary;
+  std::string name;                   // parameter name, graph value name, or ""
+  int producer_node = -1;             // forward node whose step allocated it
+  int alloc_event = -1;
+  int free_event = 0;
+  int alloc_step = -1;                // -1 for static storages
+  int free_step = -1;                 // -1 if it outlives the iteration
+  std::vector<int> users;             // forward nodes that read a value on this storage
+  int last_forward_use_step = -1;     // last forward step that reads it, -1 if none
+  int first_backward_use_step = -1;   // first backward step of a node that produced or read it
+};
+
+struct Step {
+  int index = 0;
+  Phase phase = Phase::Forward;
+  int node = -1;                      // forward node for forward steps and for the
+                                      // backward steps linked to one, else -1
+  std::string op;                     // node kind, autograd node name, "loss", "optimizer.step"
+  std::string scope;
+  int first_event = 0;                // events [first_event, next step's first_event)
+  double time_us = 0;                 // median over measured iterations
+  int64_t allocator_bytes = 0;        // the allocator's own live-bytes counter at the step's end
+  int64_t allocator_peak_bytes = 0;   // the allocator's counter's maximum inside the step
+  // Filled by timelineFromTensors, not by the recorder's bookkeeping:
+  CategoryBytes bytes_at_end{};       // live bytes per category at the step's end
+  int64_t peak_bytes = 0;             // maximum live bytes inside the step
+};
+
+struct PeakSummary {
+  int64_t peak_bytes = 0;
+  int peak_step = -1;
+  CategoryBytes peak_breakdown{};     // live bytes per category at the peak event
+  int64_t allocator_peak_bytes = 0;   // the allocator's counter maximum over the iteration
+  std::array<double, 5> phase_time_us{};  // indexed by Phase
+};
+
+struct ProfileMeta {
+  std::string model_path;
+  std::string model_sha256;
+  std::string torch_version;
+  std::string device = "cpu";
+  bool executor_optimize = false;
+  std::string command;
+  std::vector<std::string> input_specs;   // "float32[32,3,224,224]"
+  std::string target_spec;                // "" when the model returns the loss
+  std::string loss = "mean";              // model|sum|mean|cross_entropy
+  std::string optimizer = "none";         // none|sgd|adam
+  int warmup_iters = 0;
+  int measured_iters = 0;
+  int64_t allocator_bytes_at_start = 0;   // the allocator's counter before the first event
+  // Peak of one plain iteration under the other executor mode (-1 if not measured).
+  int64_t other_executor_mode_peak_bytes = -1;
+};
+
+struct Profile {
+  ProfileMeta meta;
+  std::vector<ForwardNode> nodes;
+  std::vector<TensorRecord> tensors;
+  std::vector<Step> steps;
+  int event_count = 0;
+  PeakSummary summary;
+
+  const ForwardNode* findNode(int id) const;
+};
+
+// Fills every step's bytes_at_end / peak_bytes and the summary's peak fields
+// by replaying the tensors' event intervals. The recorder calls it before
+// writing; readers may call it again and get the same numbers.
+void timelineFromTensors(Profile& profile);
+
+// Live bytes after each event (size event_count), by replaying the intervals.
+std::vector<int64_t> liveBytesPerEvent(const Profile& profile);
+
+// The step that contains an event.
+int stepOfEvent(const Profile& profile, int event);
+
+// JSON. Readers throw FormatError naming the file, the field and the fix.
+std::string profileToJson(const Profile& profile);
+Profile profileFromJson(const std::string& json_text, const std::string& source_name);
+Profile readProfileFile(const std::string& path);
+// Written whole or not at all: a temp file beside the target, then rename.
+void writeProfileFile(const Profile& profile, const std::string& path);
+
+// Shared by the format writers (plan.json, HTML, traces).
+void writeFileAtomically(const std::string& path, const std::string& contents);
+std::string readWholeFile(const std::string& path);  // throws FormatError if unreadable
+
+// "1.50 GiB", "312.0 MiB", "8.0 KiB", "12 B".
+std::string formatBytes(int64_t bytes);
+
+}  // namespace acprof

@@ -1,0 +1,434 @@
+#include "acprof/profile_format.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace acprof {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kCategoryNames[kCategoryCount] = {
+    "weight", "gradient", "optimizer_state", "input", "activation", "temporary", "output"};
+constexpr const char* kPhaseNames[5] = {"setup", "forward", "loss", "backward", "optimizer"};
+
+json categoryBytesToJson(const CategoryBytes& bytes) {
+  json out = json::object();
+  for (int i = 0; i < kCategoryCount; ++i) out[kCategoryNames[i]] = bytes[i];
+  return out;
+}
+
+// A typed field read that names the file and the field when it is missing or
+// of the wrong type, instead of nlohmann's bare "type_error.302".
+template <typename T>
+T field(const json& object, const char* key, const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end())
+    throw FormatError(fmt::format("{}: missing field '{}'; regenerate the file with this acprof", where, key));
+  try {
+    return it->template get<T>();
+  } catch (const json::exception&) {
+    throw FormatError(fmt::format("{}: field '{}' has the wrong type; regenerate the file with this acprof",
+                                  where, key));
+  }
+}
+
+CategoryBytes categoryBytesFromJson(const json& object, const std::string& where) {
+  CategoryBytes bytes{};
+  for (int i = 0; i < kCategoryCount; ++i) bytes[i] = field<int64_t>(object, kCategoryNames[i], where);
+  return bytes;
+}
+
+json metaToJson(const ProfileMeta& m) {
+  return json{{"model_path", m.model_path},
+              {"model_sha256", m.model_sha256},
+              {"torch_version", m.torch_version},
+              {"device", m.device},
+              {"executor_optimize", m.executor_optimize},
+              {"command", m.command},
+              {"input_specs", m.input_specs},
+              {"target_spec", m.target_spec},
+              {"loss", m.loss},
+              {"optimizer", m.optimizer},
+              {"warmup_iters", m.warmup_iters},
+              {"measured_iters", m.measured_iters},
+              {"allocator_bytes_at_start", m.allocator_bytes_at_start},
+              {"other_executor_mode_peak_bytes", m.other_executor_mode_peak_bytes}};
+}
+
+ProfileMeta metaFromJson(const json& j, const std::string& where) {
+  ProfileMeta m;
+  m.model_path = field<std::string>(j, "model_path", where);
+  m.model_sha256 = field<std::string>(j, "model_sha256", where);
+  m.torch_version = field<std::string>(j, "torch_version", where);
+  m.device = field<std::string>(j, "device", where);
+  m.executor_optimize = field<bool>(j, "executor_optimize", where);
+  m.command = field<std::string>(j, "command", where);
+  m.input_specs = field<std::vector<std::string>>(j, "input_specs", where);
+  m.target_spec = field<std::string>(j, "target_spec", where);
+  m.loss = field<std::string>(j, "loss", where);
+  m.optimizer = field<std::string>(j, "optimizer", where);
+  m.warmup_iters = field<int>(j, "warmup_iters", where);
+  m.measured_iters = field<int>(j, "measured_iters", where);
+  m.allocator_bytes_at_start = field<int64_t>(j, "allocator_bytes_at_start", where);
+  m.other_executor_mode_peak_bytes = field<int64_t>(j, "other_executor_mode_peak_bytes", where);
+  return m;
+}
+
+json nodeToJson(const ForwardNode& n) {
+  return json{{"id", n.id},
+              {"kind", n.kind},
+              {"scope", n.scope},
+              {"inputs", n.inputs},
+              {"outputs", n.outputs},
+              {"mutated_inputs", n.mutated_inputs},
+              {"cuttable", n.cuttable},
+              {"forward_step", n.forward_step},
+              {"forward_time_us", n.forward_time_us},
+              {"backward_steps", n.backward_steps},
+              {"backward_time_us", n.backward_time_us}};
+}
+
+ForwardNode nodeFromJson(const json& j, const std::string& where) {
+  ForwardNode n;
+  n.id = field<int>(j, "id", where);
+  n.kind = field<std::string>(j, "kind", where);
+  n.scope = field<std::string>(j, "scope", where);
+  n.inputs = field<std::vector<std::string>>(j, "inputs", where);
+  n.outputs = field<std::vector<std::string>>(j, "outputs", where);
+  n.mutated_inputs = field<std::vector<std::string>>(j, "mutated_inputs", where);
+  n.cuttable = field<bool>(j, "cuttable", where);
+  n.forward_step = field<int>(j, "forward_step", where);
+  n.forward_time_us = field<double>(j, "forward_time_us", where);
+  n.backward_steps = field<std::vector<int>>(j, "backward_steps", where);
+  n.backward_time_us = field<double>(j, "backward_time_us", where);
+  return n;
+}
+
+json tensorToJson(const TensorRecord& t) {
+  return json{{"id", t.id},
+              {"bytes", t.bytes},
+              {"shape", t.shape},
+              {"dtype", t.dtype},
+              {"device", t.device},
+              {"category", categoryName(t.category)},
+              {"name", t.name},
+              {"producer_node", t.producer_node},
+              {"alloc_event", t.alloc_event},
+              {"free_event", t.free_event},
+              {"alloc_step", t.alloc_step},
+              {"free_step", t.free_step},
+              {"users", t.users},
+              {"last_forward_use_step", t.last_forward_use_step},
+              {"first_backward_use_step", t.first_backward_use_step}};
+}
+
+TensorRecord tensorFromJson(const json& j, const std::string& where) {
+  TensorRecord t;
+  t.id = field<int>(j, "id", where);
+  t.bytes = field<int64_t>(j, "bytes", where);
+  t.shape = field<std::vector<int64_t>>(j, "shape", where);
+  t.dtype = field<std::string>(j, "dtype", where);
+  t.device = field<std::string>(j, "device", where);
+  t.category = categoryFromName(field<std::string>(j, "category", where));
+  t.name = field<std::string>(j, "name", where);
+  t.producer_node = field<int>(j, "producer_node", where);
+  t.alloc_event = field<int>(j, "alloc_event", where);
+  t.free_event = field<int>(j, "free_event", where);
+  t.alloc_step = field<int>(j, "alloc_step", where);
+  t.free_step = field<int>(j, "free_step", where);
+  t.users = field<std::vector<int>>(j, "users", where);
+  t.last_forward_use_step = field<int>(j, "last_forward_use_step", where);
+  t.first_backward_use_step = field<int>(j, "first_backward_use_step", where);
+  return t;
+}
+
+json stepToJson(const Step& s) {
+  return json{{"index", s.index},
+              {"phase", phaseName(s.phase)},
+              {"node", s.node},
+              {"op", s.op},
+              {"scope", s.scope},
+              {"first_event", s.first_event},
+              {"time_us", s.time_us},
+              {"allocator_bytes", s.allocator_bytes},
+              {"allocator_peak_bytes", s.allocator_peak_bytes},
+              {"bytes_at_end", categoryBytesToJson(s.bytes_at_end)},
+              {"peak_bytes", s.peak_bytes}};
+}
+
+Step stepFromJson(const json& j, const std::string& where) {
+  Step s;
+  s.index = field<int>(j, "index", where);
+  s.phase = phaseFromName(field<std::string>(j, "phase", where));
+  s.node = field<int>(j, "node", where);
+  s.op = field<std::string>(j, "op", where);
+  s.scope = field<std::string>(j, "scope", where);
+  s.first_event = field<int>(j, "first_event", where);
+  s.time_us = field<double>(j, "time_us", where);
+  s.allocator_bytes = field<int64_t>(j, "allocator_bytes", where);
+  s.allocator_peak_bytes = field<int64_t>(j, "allocator_peak_bytes", where);
+  s.bytes_at_end = categoryBytesFromJson(field<json>(j, "bytes_at_end", where), where);
+  s.peak_bytes = field<int64_t>(j, "peak_bytes", where);
+  return s;
+}
+
+json summaryToJson(const PeakSummary& s) {
+  json phases = json::object();
+  for (int i = 0; i < 5; ++i) phases[kPhaseNames[i]] = s.phase_time_us[i];
+  return json{{"peak_bytes", s.peak_bytes},
+              {"peak_step", s.peak_step},
+              {"peak_breakdown", categoryBytesToJson(s.peak_breakdown)},
+              {"allocator_peak_bytes", s.allocator_peak_bytes},
+              {"phase_time_us", phases}};
+}
+
+PeakSummary summaryFromJson(const json& j, const std::string& where) {
+  PeakSummary s;
+  s.peak_bytes = field<int64_t>(j, "peak_bytes", where);
+  s.peak_step = field<int>(j, "peak_step", where);
+  s.peak_breakdown = categoryBytesFromJson(field<json>(j, "peak_breakdown", where), where);
+  s.allocator_peak_bytes = field<int64_t>(j, "allocator_peak_bytes", where);
+  const json phases = field<json>(j, "phase_time_us", where);
+  for (int i = 0; i < 5; ++i) s.phase_time_us[i] = field<double>(phases, kPhaseNames[i], where);
+  return s;
+}
+
+// Cross-field checks: a reader that accepts a profile promises every index in
+// it points somewhere, so later stages can index without checking.
+void validate(const Profile& p, const std::string& where) {
+  const int node_count = static_cast<int>(p.nodes.size());
+  const int step_count = static_cast<int>(p.steps.size());
+  auto bad = [&](const std::string& what) {
+    throw FormatError(fmt::format("{}: {}; the profile is damaged, re-run 'acprof profile'", where, what));
+  };
+  for (int i = 0; i < node_count; ++i) {
+    const ForwardNode& n = p.nodes[i];
+    if (n.id != i) bad(fmt::format("node {} has id {}", i, n.id));
+    if (n.forward_step < -1 || n.forward_step >= step_count) bad(fmt::format("node {} has step {}", i, n.forward_step));
+    for (int s : n.backward_steps)
+      if (s < 0 || s >= step_count) bad(fmt::format("node {} has backward step {}", i, s));
+  }
+  for (int i = 0; i < step_count; ++i) {
+    const Step& s = p.steps[i];
+    if (s.index != i) bad(fmt::format("step {} has index {}", i, s.index));
+    if (s.node < -1 || s.node >= node_count) bad(fmt::format("step {} names node {}", i, s.node));
+    if (s.first_event < 0 || s.first_event > p.event_count) bad(fmt::format("step {} starts at event {}", i, s.first_event));
+    if (i > 0 && s.first_event < p.steps[i - 1].first_event) bad(fmt::format("step {} starts before step {}", i, i - 1));
+  }
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    const TensorRecord& t = p.tensors[i];
+    if (t.id != static_cast<int>(i)) bad(fmt::format("tensor {} has id {}", i, t.id));
+    if (t.bytes < 0) bad(fmt::format("tensor {} has {} bytes", i, t.bytes));
+    if (t.alloc_event < -1 || t.free_event > p.event_count || t.free_event <= t.alloc_event)
+      bad(fmt::format("tensor {} lives over events [{}, {})", i, t.alloc_event, t.free_event));
+    if (t.producer_node < -1 || t.producer_node >= node_count)
+      bad(fmt::format("tensor {} names producer node {}", i, t.producer_node));
+    for (int user : t.users)
+      if (user < 0 || user >= node_count) bad(fmt::format("tensor {} names user node {}", i, user));
+  }
+}
+
+}  // namespace
+
+const char* categoryName(Category category) { return kCategoryNames[static_cast<int>(category)]; }
+const char* phaseName(Phase phase) { return kPhaseNames[static_cast<int>(phase)]; }
+
+Category categoryFromName(const std::string& name) {
+  for (int i = 0; i < kCategoryCount; ++i)
+    if (name == kCategoryNames[i]) return static_cast<Category>(i);
+  throw FormatError(fmt::format("unknown tensor category '{}'", name));
+}
+
+Phase phaseFromName(const std::string& name) {
+  for (int i = 0; i < 5; ++i)
+    if (name == kPhaseNames[i]) return static_cast<Phase>(i);
+  throw FormatError(fmt::format("unknown phase '{}'", name));
+}
+
+const ForwardNode* Profile::findNode(int id) const {
+  if (id < 0 || id >= static_cast<int>(nodes.size())) return nullptr;
+  return &nodes[id];
+}
+
+std::vector<int64_t> liveBytesPerEvent(const Profile& profile) {
+  // A difference array over events: +bytes at the allocation, -bytes at the free.
+  std::vector<int64_t> delta(profile.event_count + 1, 0);
+  int64_t static_bytes = 0;
+  for (const TensorRecord& t : profile.tensors) {
+    if (t.alloc_event < 0)
+      static_bytes += t.bytes;
+    else
+      delta[t.alloc_event] += t.bytes;
+    if (t.free_event < profile.event_count) delta[t.free_event] -= t.bytes;
+  }
+  std::vector<int64_t> live(profile.event_count);
+  int64_t running = static_bytes;
+  for (int e = 0; e < profile.event_count; ++e) {
+    running += delta[e];
+    live[e] = running;
+  }
+  return live;
+}
+
+int stepOfEvent(const Profile& profile, int event) {
+  auto it = std::upper_bound(profile.steps.begin(), profile.steps.end(), event,
+                             [](int e, const Step& s) { return e < s.first_event; });
+  return static_cast<int>(it - profile.steps.begin()) - 1;
+}
+
+void timelineFromTensors(Profile& profile) {
+  const int event_count = profile.event_count;
+  // Per-category difference arrays; index event_count collects frees after the end.
+  std::vector<CategoryBytes> delta(event_count + 1, CategoryBytes{});
+  CategoryBytes running{};
+  for (const TensorRecord& t : profile.tensors) {
+    const int c = static_cast<int>(t.category);
+    if (t.alloc_event < 0)
+      running[c] += t.bytes;
+    else
+      delta[t.alloc_event][c] += t.bytes;
+    delta[t.free_event][c] -= t.bytes;
+  }
+  auto total = [](const CategoryBytes& b) {
+    int64_t sum = 0;
+    for (int64_t v : b) sum += v;
+    return sum;
+  };
+
+  PeakSummary& summary = profile.summary;
+  summary.peak_bytes = total(running);
+  summary.peak_breakdown = running;
+  summary.peak_step = profile.steps.empty() ? -1 : 0;
+  int event = 0;
+  for (size_t i = 0; i < profile.steps.size(); ++i) {
+    Step& step = profile.steps[i];
+    const int end = i + 1 < profile.steps.size() ? profile.steps[i + 1].first_event : event_count;
+    int64_t step_peak = total(running);
+    for (; event < end; ++event) {
+      for (int c = 0; c < kCategoryCount; ++c) running[c] += delta[event][c];
+      const int64_t live = total(running);
+      step_peak = std::max(step_peak, live);
+      if (live > summary.peak_bytes) {
+        summary.peak_bytes = live;
+        summary.peak_breakdown = running;
+        summary.peak_step = static_cast<int>(i);
+      }
+    }
+    step.bytes_at_end = running;
+    step.peak_bytes = step_peak;
+  }
+}
+
+std::string profileToJson(const Profile& p) {
+  json nodes = json::array();
+  for (const ForwardNode& n : p.nodes) nodes.push_back(nodeToJson(n));
+  json tensors = json::array();
+  for (const TensorRecord& t : p.tensors) tensors.push_back(tensorToJson(t));
+  json steps = json::array();
+  for (const Step& s : p.steps) steps.push_back(stepToJson(s));
+  json root{{"format", "acprof-profile"},
+            {"schema_version", kProfileSchemaVersion},
+            {"meta", metaToJson(p.meta)},
+            {"event_count", p.event_count},
+            {"summary", summaryToJson(p.summary)},
+            {"nodes", std::move(nodes)},
+            {"steps", std::move(steps)},
+            {"tensors", std::move(tensors)}};
+  return root.dump(1) + "\n";
+}
+
+Profile profileFromJson(const std::string& json_text, const std::string& where) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw FormatError(fmt::format("{}: not valid JSON (byte {}); re-run 'acprof profile' to regenerate it",
+                                  where, e.byte));
+  }
+  if (!root.is_object() || root.value("format", "") != "acprof-profile")
+    throw FormatError(fmt::format("{}: not an acprof profile; pass the profile.json written by 'acprof profile'",
+                                  where));
+  const int version = field<int>(root, "schema_version", where);
+  if (version != kProfileSchemaVersion)
+    throw FormatError(fmt::format("{}: profile schema version {} is not supported (this acprof reads version {}); "
+                                  "re-run 'acprof profile' with this acprof",
+                                  where, version, kProfileSchemaVersion));
+  Profile p;
+  p.meta = metaFromJson(field<json>(root, "meta", where), where);
+  p.event_count = field<int>(root, "event_count", where);
+  p.summary = summaryFromJson(field<json>(root, "summary", where), where);
+  for (const json& n : field<json>(root, "nodes", where)) p.nodes.push_back(nodeFromJson(n, where));
+  for (const json& s : field<json>(root, "steps", where)) p.steps.push_back(stepFromJson(s, where));
+  for (const json& t : field<json>(root, "tensors", where)) p.tensors.push_back(tensorFromJson(t, where));
+  validate(p, where);
+  return p;
+}
+
+std::string readWholeFile(const std::string& path) {
+  if (std::filesystem::is_directory(path))
+    throw FormatError(fmt::format("{}: is a directory, not a file; pass the file's path", path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FormatError(fmt::format("{}: cannot open the file; check that the path exists and is readable", path));
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+Profile readProfileFile(const std::string& path) { return profileFromJson(readWholeFile(path), path); }
+
+void writeFileAtomically(const std::string& path, const std::string& contents) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir))
+    throw FormatError(fmt::format("{}: the directory '{}' does not exist; create it or choose another output path",
+                                  path, dir.string()));
+  const fs::path temp = dir / fmt::format(".{}.tmp{}", target.filename().string(), ::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw FormatError(fmt::format("{}: cannot write in '{}'; choose a writable output path", path, dir.string()));
+    out << contents;
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(temp, ignored);
+      throw FormatError(fmt::format("{}: writing failed (disk full?); free space or choose another path", path));
+    }
+  }
+  std::error_code error;
+  fs::rename(temp, target, error);
+  if (error) {
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    throw FormatError(fmt::format("{}: cannot replace the file ({}); choose a writable output path", path,
+                                  error.message()));
+  }
+}
+
+void writeProfileFile(const Profile& profile, const std::string& path) {
+  writeFileAtomically(path, profileToJson(profile));
+}
+
+std::string formatBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes < 0 ? -bytes : bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  const char* sign = bytes < 0 ? "-" : "";
+  if (unit == 0) return fmt::format("{}{} B", sign, static_cast<int64_t>(value));
+  return fmt::format("{}{:.2f} {}", sign, value, units[unit]);
+}
+
+}  // namespace acprof

@@ -1,0 +1,50 @@
+// The recorder: measures one training iteration of a TorchScript model and
+// fills the profile format.
+//
+// It runs warm-up iterations, then measured ones, of forward, loss, backward
+// and (optionally) an optimizer step. Memory comes from the allocator itself:
+// a c10::MemoryReportingInfoBase installed as the thread's profiler-state debug
+// info sees every allocation and free. The forward graph runs instrumented:
+// a marker op before each top-level node tells which node allocates, and an
+// observer after it maps the node's output values to storages. Backward work is
+// seen through RecordFunction callbacks and linked to forward nodes through
+// autograd sequence numbers. Times are medians over the measured iterations.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "acprof/profile_format.h"
+
+namespace acprof {
+
+struct RecordOptions {
+  std::string model_path;
+  std::vector<std::string> input_specs;   // empty: read from the model archive
+  std::string target_spec;                // empty: from the archive, or none
+  std::string loss = "auto";              // auto | sum | mean | cross_entropy
+  std::string optimizer = "none";         // none | sgd | adam
+  std::string device = "cpu";
+  int warmup_iters = 1;
+  int measured_iters = 3;
+  bool executor_optimize = false;
+  bool measure_other_executor_mode = true;
+  uint64_t seed = 0;
+  std::string command_line;               // recorded in the profile's meta
+  std::function<void(const std::string&)> progress;  // optional, one short line per stage
+};
+
+// Thrown for problems the user can fix (bad spec, unloadable model, spec that
+// does not fit the model). The message is one line naming the problem and the fix.
+class RecordError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+Profile recordProfile(const RecordOptions& options);
+
+// sha256 of a file's bytes, hex.
+std::string sha256OfFile(const std::string& path);
+
+}  // namespace acprof

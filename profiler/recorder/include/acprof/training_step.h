@@ -1,0 +1,58 @@
+// One training step of a TorchScript module, shared by the recorder (which
+// measures it) and the rewriter's verification (which compares two models on
+// it). Inputs and losses are built the same way in both, from the same seed.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/script.h>
+
+#include "acprof/input_spec.h"
+
+namespace acprof {
+
+struct StepConfig {
+  std::vector<InputSpec> inputs;
+  std::optional<InputSpec> target;  // required for cross_entropy
+  std::string loss = "auto";        // auto | sum | mean | cross_entropy
+  std::string optimizer = "none";   // none | sgd | adam
+  std::string device = "cpu";       // cpu | cuda | cuda:N
+  uint64_t seed = 0;
+};
+
+// Loads a TorchScript file onto the device, in train mode. Throws std::runtime_error
+// with a one-line message when the file is missing or not TorchScript.
+torch::jit::Module loadModel(const std::string& path, const std::string& device);
+
+// Reads the input/target specs that models/ export scripts store in the archive
+// (extra file "acprof/inputs", one spec per line; "acprof/target"; "acprof/loss").
+// Missing entries are returned empty.
+struct StoredSpecs {
+  std::vector<std::string> inputs;
+  std::string target;
+  std::string loss;
+};
+StoredSpecs readStoredSpecs(const std::string& model_path);
+
+std::vector<at::Tensor> makeInputs(const std::vector<InputSpec>& specs, const std::string& device, uint64_t seed);
+at::Tensor makeTensor(const InputSpec& spec, const std::string& device);
+
+// The resolved loss kind for a model output: "model" when the output is a scalar
+// and the config says auto; otherwise the config's choice ("auto" means "mean").
+std::string resolveLossKind(const c10::IValue& output, const std::string& requested);
+at::Tensor computeLoss(const c10::IValue& output, const std::string& loss_kind, const at::Tensor& target);
+
+// Runs forward + loss + backward once on a fresh copy of nothing: the module's
+// parameters' grads are reset to undefined first. Seeds the CPU (and CUDA) RNG
+// with config.seed before forward so dropout masks are reproducible.
+struct StepOutcome {
+  at::Tensor loss;
+  std::vector<std::pair<std::string, at::Tensor>> gradients;  // by parameter name
+  std::vector<std::pair<std::string, at::Tensor>> buffers;    // after the step
+};
+StepOutcome runTrainingStep(torch::jit::Module& module, const std::vector<at::Tensor>& inputs,
+                            const at::Tensor& target, const StepConfig& config);
+
+}  // namespace acprof

@@ -1,0 +1,1 @@
+# Owned by the models work; filled in by it.

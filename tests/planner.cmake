@@ -1,0 +1,1 @@
+# Owned by the planner work; filled in by it.

@@ -1,0 +1,99 @@
+#include "acprof/profile_format.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace acprof {
+namespace {
+
+// A two-step profile by hand: one weight (static, 100 B), an activation made in
+// step 0 and freed in step 1, and a temporary made and freed inside step 0.
+Profile handMadeProfile() {
+  Profile p;
+  p.meta.model_sha256 = "abc";
+  p.event_count = 4;
+  p.nodes.push_back(ForwardNode{0, "aten::relu", "layer", {"x"}, {"y"}, {}, true, 0, 1.5, {1}, 2.0});
+  Step forward;
+  forward.index = 0;
+  forward.phase = Phase::Forward;
+  forward.node = 0;
+  forward.first_event = 0;
+  Step backward;
+  backward.index = 1;
+  backward.phase = Phase::Backward;
+  backward.first_event = 3;
+  p.steps = {forward, backward};
+  auto tensor = [](int id, int64_t bytes, Category c, int alloc, int free) {
+    TensorRecord t;
+    t.id = id;
+    t.bytes = bytes;
+    t.category = c;
+    t.alloc_event = alloc;
+    t.free_event = free;
+    return t;
+  };
+  p.tensors = {tensor(0, 100, Category::Weight, -1, 4), tensor(1, 40, Category::Activation, 0, 3),
+               tensor(2, 7, Category::Temporary, 1, 2)};
+  timelineFromTensors(p);
+  return p;
+}
+
+TEST(ProfileFormat, TimelineReplaysIntervalsExactly) {
+  const Profile p = handMadeProfile();
+  // Peak: weight + activation + temporary = 147 at event 1, in step 0.
+  EXPECT_EQ(p.summary.peak_bytes, 147);
+  EXPECT_EQ(p.summary.peak_step, 0);
+  EXPECT_EQ(p.steps[0].peak_bytes, 147);
+  EXPECT_EQ(p.steps[0].bytes_at_end[static_cast<int>(Category::Activation)], 40);
+  EXPECT_EQ(p.steps[0].bytes_at_end[static_cast<int>(Category::Temporary)], 0);
+  EXPECT_EQ(p.steps[1].bytes_at_end[static_cast<int>(Category::Activation)], 0);
+  EXPECT_EQ(p.steps[1].bytes_at_end[static_cast<int>(Category::Weight)], 100);
+  const std::vector<int64_t> live = liveBytesPerEvent(p);
+  EXPECT_EQ(live, (std::vector<int64_t>{140, 147, 140, 100}));
+}
+
+TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
+  const Profile p = handMadeProfile();
+  const Profile back = profileFromJson(profileToJson(p), "test");
+  EXPECT_EQ(profileToJson(back), profileToJson(p));
+  EXPECT_EQ(back.nodes[0].backward_steps, std::vector<int>{1});
+  EXPECT_EQ(back.tensors[2].category, Category::Temporary);
+}
+
+TEST(ProfileFormat, RejectsOtherSchemaVersionWithTheFix) {
+  std::string json = profileToJson(handMadeProfile());
+  const std::string key = "\"schema_version\": 1";
+  json.replace(json.find(key), key.size(), "\"schema_version\": 99");
+  try {
+    profileFromJson(json, "old.json");
+    FAIL() << "accepted schema 99";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("re-run 'acprof profile'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ProfileFormat, RejectsDamagedJsonAndDanglingIndices) {
+  EXPECT_THROW(profileFromJson("{\"format\": \"acprof-profile\", ", "cut.json"), FormatError);
+  std::string json = profileToJson(handMadeProfile());
+  const std::string key = "\"producer_node\": -1";
+  json.replace(json.find(key), key.size(), "\"producer_node\": 12");
+  EXPECT_THROW(profileFromJson(json, "dangling.json"), FormatError);
+}
+
+TEST(ProfileFormat, AtomicWriteLeavesNoFileWhenDirectoryIsMissing) {
+  const std::string path = "/nonexistent-dir-acprof/profile.json";
+  EXPECT_THROW(writeProfileFile(handMadeProfile(), path), FormatError);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(ProfileFormat, FormatBytesUsesBinaryUnits) {
+  EXPECT_EQ(formatBytes(12), "12 B");
+  EXPECT_EQ(formatBytes(1536), "1.50 KiB");
+  EXPECT_EQ(formatBytes(int64_t{3} << 30), "3.00 GiB");
+}
+
+}  // namespace
+}  // namespace acprof

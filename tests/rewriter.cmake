@@ -1,0 +1,1 @@
+# Owned by the rewriter work; filled in by it.

@@ -1,0 +1,1 @@
+# Owned by the viz work; filled in by it.
