@@ -1,8 +1,88 @@
-// Placeholder until the recorder lands.
-#include <stdexcept>
+// acprof profile: measure one training iteration into profile.json.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "acprof/profile_format.h"
+#include "acprof/recorder.h"
 #include "commands.h"
+#include "output_paths.h"
+#include "profile_summary.h"
+
 namespace acprof::cli {
-void addProfileCommand(CLI::App& app) {
-  app.add_subcommand("profile", "not built yet")->callback([] { throw std::runtime_error("not built yet"); });
+namespace {
+
+struct ProfileArgs {
+  std::string model_path;
+  std::vector<std::string> inputs;
+  std::string target;
+  std::string loss = "auto";
+  std::string optimizer = "none";
+  int warmup = 1;
+  int iters = 3;
+  std::string device = "cpu";
+  std::string jit_optimize = "off";
+  std::string output = "profile.json";
+  std::string html;
+  std::string trace;
+};
+
+void runProfile(const ProfileArgs& args) {
+  RecordOptions options;
+  options.model_path = args.model_path;
+  options.input_specs = args.inputs;
+  options.target_spec = args.target;
+  options.loss = args.loss;
+  options.optimizer = args.optimizer;
+  options.warmup_iters = args.warmup;
+  options.measured_iters = args.iters;
+  options.device = args.device;
+  options.executor_optimize = args.jit_optimize == "on";
+  options.command_line = commandLine();
+  const std::vector<std::string> inputs = {args.model_path};
+  checkOutputPath(args.output, inputs);
+  if (!args.html.empty()) checkOutputPath(args.html, inputs);
+  if (!args.trace.empty()) checkOutputPath(args.trace, inputs);
+  if (::isatty(STDERR_FILENO))
+    options.progress = [](const std::string& line) { std::cerr << "acprof: " << line << std::endl; };
+
+  const Profile profile = recordProfile(options);
+  writeProfileFile(profile, args.output);
+  writeViews(profile, args.html, args.trace);
+  std::cout << profileSummaryText(profile) << fmt::format("wrote {}\n", args.output);
 }
+
+}  // namespace
+
+void addProfileCommand(CLI::App& app) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app.add_subcommand("profile", "Measure one training iteration of a TorchScript model");
+  cmd->add_option("model", args->model_path, "TorchScript model file (torch.jit.save)")->required();
+  cmd->add_option("--input", args->inputs,
+                  "input spec per forward argument, e.g. float32[32,3,224,224] or int64[8,512]:0..50257 "
+                  "(default: the specs stored in the model by models/ export scripts)");
+  cmd->add_option("--target", args->target, "target spec for --loss cross_entropy, e.g. int64[32]:0..1000");
+  cmd->add_option("--loss", args->loss, "loss of the output: auto (the model's scalar output, else mean), sum, "
+                                        "mean, cross_entropy")
+      ->check(CLI::IsMember({"auto", "sum", "mean", "cross_entropy"}));
+  cmd->add_option("--optimizer", args->optimizer, "optimizer step after backward")
+      ->check(CLI::IsMember({"none", "sgd", "adam"}));
+  cmd->add_option("--warmup", args->warmup, "warm-up iterations, never measured (default 1)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--iters", args->iters, "measured iterations; times are their medians (default 3)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--device", args->device, "cpu or cuda[:N]");
+  cmd->add_option("--jit-optimize", args->jit_optimize,
+                  "TorchScript executor optimization during the profile (default off: see README)")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("-o,--output", args->output, "profile to write (default profile.json)");
+  cmd->add_option("--html", args->html, "also write an HTML memory timeline");
+  cmd->add_option("--trace", args->trace, "also write a Chrome/Perfetto trace JSON");
+  cmd->callback([args] { runProfile(*args); });
+}
+
 }  // namespace acprof::cli

@@ -1,0 +1,560 @@
+#include "acprof/recorder.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/version.h>
+#include <fmt/format.h>
+
+#include "acprof/forward_graph.h"
+#include "acprof/training_step.h"
+#include "instrumented_graph.h"
+#include "recording_session.h"
+
+namespace acprof {
+namespace {
+
+// Everything needed to run the iterations, resolved and validated up front so
+// that bad input fails before any work.
+struct PreparedRun {
+  torch::jit::Module module;
+  std::vector<InputSpec> input_specs;
+  std::optional<InputSpec> target_spec;
+  std::vector<at::Tensor> inputs;
+  at::Tensor target;
+  std::string loss_kind;  // as requested, possibly "auto"
+};
+
+std::string firstLine(const std::string& text) {
+  const auto newline = text.find('\n');
+  return newline == std::string::npos ? text : text.substr(0, newline);
+}
+
+std::string forwardSignature(const torch::jit::Graph& graph) {
+  std::string names;
+  for (size_t i = 1; i < graph.inputs().size(); ++i)
+    names += (names.empty() ? "" : ", ") + graph.inputs()[i]->debugName();
+  return names;
+}
+
+PreparedRun prepare(const RecordOptions& options, const torch::jit::Graph& graph) {
+  if (options.warmup_iters < 0 || options.measured_iters < 1)
+    throw RecordError(fmt::format("--warmup must be >= 0 and --iters >= 1 (got {} and {})", options.warmup_iters,
+                                  options.measured_iters));
+  PreparedRun run;
+  const StoredSpecs stored = readStoredSpecs(options.model_path);
+  std::vector<std::string> spec_texts = options.input_specs.empty() ? stored.inputs : options.input_specs;
+  const size_t expected = graph.inputs().size() - 1;
+  if (spec_texts.empty()) {
+    std::string example;
+    for (size_t i = 1; i < graph.inputs().size(); ++i) example += " --input float32[...]";
+    throw RecordError(fmt::format("{}: the model does not record its input shapes; pass one --input per forward "
+                                  "argument ({}), e.g.{}",
+                                  options.model_path, forwardSignature(graph), example));
+  }
+  if (spec_texts.size() != expected)
+    throw RecordError(fmt::format("{} input spec(s) given but forward takes {} ({}); pass one --input per argument",
+                                  spec_texts.size(), expected, forwardSignature(graph)));
+  for (const std::string& text : spec_texts) run.input_specs.push_back(parseInputSpec(text));
+  const std::string target_text = !options.target_spec.empty() ? options.target_spec : stored.target;
+  if (!target_text.empty()) run.target_spec = parseInputSpec(target_text);
+  run.loss_kind = options.loss != "auto" ? options.loss : (stored.loss.empty() ? "auto" : stored.loss);
+  static const std::set<std::string> kLosses = {"auto", "model", "sum", "mean", "cross_entropy"};
+  if (!kLosses.count(run.loss_kind))
+    throw RecordError(fmt::format("unknown loss '{}'; use sum, mean or cross_entropy", run.loss_kind));
+  if (run.loss_kind == "cross_entropy" && !run.target_spec)
+    throw RecordError("--loss cross_entropy needs a target; pass --target, e.g. --target int64[32]:0..1000");
+  return run;
+}
+
+// A storage alive when the measured iteration starts, known by what owns it.
+struct StaticStorage {
+  void* ptr;
+  int64_t bytes;
+  Category category;
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string dtype;
+};
+
+std::string dtypeOf(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kBool: return "bool";
+    default: return c10::toString(t.scalar_type());
+  }
+}
+
+void addStatic(std::vector<StaticStorage>& out, std::set<void*>& seen, const at::Tensor& t, Category category,
+               const std::string& name) {
+  if (!t.defined() || !t.has_storage()) return;
+  void* ptr = t.storage().data();
+  if (!ptr || !seen.insert(ptr).second) return;  // tied weights share one storage
+  out.push_back(StaticStorage{ptr, static_cast<int64_t>(t.storage().nbytes()), category, name, t.sizes().vec(),
+                              dtypeOf(t)});
+}
+
+std::vector<StaticStorage> staticStorages(const torch::jit::Module& module, const PreparedRun& run,
+                                          const Optimizer& optimizer) {
+  std::vector<StaticStorage> out;
+  std::set<void*> seen;
+  for (const auto& p : module.named_parameters(true)) addStatic(out, seen, p.value, Category::Weight, p.name);
+  for (const auto& b : module.named_buffers(true)) addStatic(out, seen, b.value, Category::Weight, b.name);
+  for (size_t i = 0; i < run.inputs.size(); ++i)
+    addStatic(out, seen, run.inputs[i], Category::Input, fmt::format("input{}", i));
+  addStatic(out, seen, run.target, Category::Input, "target");
+  int index = 0;
+  for (const at::Tensor& t : optimizer.stateTensors())
+    addStatic(out, seen, t, Category::OptimizerState, fmt::format("optimizer_state{}", index++));
+  return out;
+}
+
+std::set<void*> storagePtrs(const std::vector<at::Tensor>& tensors) {
+  std::set<void*> ptrs;
+  for (const at::Tensor& t : tensors)
+    if (t.defined() && t.has_storage() && t.storage().data()) ptrs.insert(t.storage().data());
+  return ptrs;
+}
+
+std::vector<at::Tensor> tensorsIn(const c10::IValue& value) {
+  std::vector<at::Tensor> out;
+  if (value.isTensor()) out.push_back(value.toTensor());
+  else if (value.isTuple())
+    for (const auto& e : value.toTupleRef().elements())
+      for (const at::Tensor& t : tensorsIn(e)) out.push_back(t);
+  else if (value.isList())
+    for (const c10::IValue& e : value.toListRef())
+      for (const at::Tensor& t : tensorsIn(e)) out.push_back(t);
+  return out;
+}
+
+// What one training iteration leaves behind besides its event record.
+struct IterationOutcome {
+  IterationRecord record;
+  std::set<void*> gradient_ptrs;  // parameters' .grad storages at the end
+  std::set<void*> output_ptrs;    // the model's output and the loss
+  std::string resolved_loss;
+};
+
+class IterationRunner {
+ public:
+  IterationRunner(torch::jit::Module& module, PreparedRun& run, Optimizer& optimizer, RecordingSession& session,
+                  uint64_t seed)
+      : module_(module), run_(run), optimizer_(optimizer), session_(session), seed_(seed) {}
+
+  // `forward` runs the model's forward on run.inputs: instrumented for the
+  // profile, plain for the other-executor-mode comparison.
+  IterationOutcome runOnce(const std::function<c10::IValue()>& forward) {
+    clearGradients(module_);
+    at::manual_seed(seed_);
+    IterationOutcome outcome;
+    session_.beginIteration();
+    c10::IValue output;
+    try {
+      output = forward();
+    } catch (const c10::Error& e) {
+      session_.endIteration();
+      std::string specs;
+      for (const InputSpec& s : run_.input_specs) specs += (specs.empty() ? "" : " ") + s.text;
+      throw RecordError(fmt::format("the inputs {} do not fit the model: {}; pass the shapes forward expects with "
+                                    "--input",
+                                    specs, firstLine(e.what_without_backtrace())));
+    }
+    session_.beginStep(Phase::Loss, -1, "loss");
+    outcome.resolved_loss = resolveLossKind(output, run_.loss_kind);
+    const at::Tensor loss = computeLoss(output, outcome.resolved_loss, run_.target);
+    if (!loss.requires_grad()) {
+      session_.endIteration();
+      throw RecordError("the loss does not require grad: the model has no trainable parameters on this path");
+    }
+    session_.beginStep(Phase::Backward, -1, "autograd.engine");
+    loss.backward();
+    if (optimizer_.kind() != "none") {
+      session_.beginStep(Phase::Optimizer, -1, "optimizer.step");
+      optimizer_.step();
+    }
+    std::vector<at::Tensor> grads;
+    for (const at::Tensor& p : module_.parameters()) grads.push_back(p.grad());
+    outcome.gradient_ptrs = storagePtrs(grads);
+    std::vector<at::Tensor> outputs = tensorsIn(output);
+    outputs.push_back(loss);
+    outcome.output_ptrs = storagePtrs(outputs);
+    outcome.record = session_.endIteration();
+    return outcome;  // output and loss are freed after the record closes
+  }
+
+ private:
+  torch::jit::Module& module_;
+  PreparedRun& run_;
+  Optimizer& optimizer_;
+  RecordingSession& session_;
+  uint64_t seed_;
+};
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// Duration of each step: a backward function's own start..end when the
+// RecordFunction end was seen, else until the next step starts.
+std::vector<double> stepDurationsUs(const IterationRecord& record) {
+  std::vector<double> durations(record.steps.size());
+  for (size_t i = 0; i < record.steps.size(); ++i) {
+    const StepTiming& s = record.steps[i];
+    const int64_t next_start = i + 1 < record.steps.size() ? record.steps[i + 1].start_ns : record.end_ns;
+    const int64_t end = s.end_ns >= s.start_ns ? s.end_ns : next_start;
+    durations[i] = static_cast<double>(end - s.start_ns) / 1000.0;
+  }
+  return durations;
+}
+
+// Builds the profile's tensors by replaying the measured iteration's events.
+class TensorBook {
+ public:
+  TensorBook(Profile& profile, const std::vector<StaticStorage>& statics) : profile_(profile) {
+    for (const StaticStorage& s : statics) {
+      TensorRecord& t = newRecord(s.bytes, -1);
+      t.category = s.category;
+      t.name = s.name;
+      t.shape = s.shape;
+      t.dtype = s.dtype;
+      live_[s.ptr] = t.id;
+    }
+  }
+
+  void replay(const IterationRecord& record, const torch::jit::Graph& graph,
+              const std::vector<torch::jit::Node*>& nodes) {
+    size_t next_observed = 0;
+    for (size_t e = 0; e < record.events.size(); ++e) {
+      for (; next_observed < record.observed.size() && record.observed[next_observed].event_index <= (int)e;
+           ++next_observed)
+        observe(record.observed[next_observed], nodes);
+      const AllocationEvent& event = record.events[e];
+      if (event.delta_bytes > 0) {
+        TensorRecord& t = newRecord(event.delta_bytes, static_cast<int>(e));
+        t.alloc_step = event.step;
+        live_[event.ptr] = t.id;
+      } else {
+        auto it = live_.find(event.ptr);
+        int id;
+        if (it == live_.end()) {
+          // Allocated before the iteration by something we do not enumerate.
+          TensorRecord& t = newRecord(-event.delta_bytes, -1);
+          id = t.id;
+        } else {
+          id = it->second;
+          live_.erase(it);
+        }
+        profile_.tensors[id].free_event = static_cast<int>(e);
+        profile_.tensors[id].free_step = event.step;
+      }
+    }
+    for (; next_observed < record.observed.size(); ++next_observed) observe(record.observed[next_observed], nodes);
+    for (auto& [ptr, id] : live_) ptr_at_end_[id] = ptr;
+  }
+
+  void *ptrAtEnd(int id) const {
+    auto it = ptr_at_end_.find(id);
+    return it == ptr_at_end_.end() ? nullptr : it->second;
+  }
+  // The storage (tensor id) a graph value lived on, or -1.
+  int tensorOfValue(const std::string& value) const {
+    auto it = value_tensor_.find(value);
+    return it == value_tensor_.end() ? -1 : it->second;
+  }
+  void bindValue(const std::string& value, void* ptr) {
+    auto it = live_.find(ptr);
+    if (it != live_.end()) value_tensor_.emplace(value, it->second);
+  }
+
+ private:
+  TensorRecord& newRecord(int64_t bytes, int alloc_event) {
+    TensorRecord t;
+    t.id = static_cast<int>(profile_.tensors.size());
+    t.bytes = bytes;
+    t.alloc_event = alloc_event;
+    t.free_event = -2;  // set when freed, or to event_count after replay
+    t.device = profile_.meta.device;
+    profile_.tensors.push_back(std::move(t));
+    return profile_.tensors.back();
+  }
+
+  void observe(const ObservedValue& seen, const std::vector<torch::jit::Node*>& nodes) {
+    auto it = live_.find(seen.storage_ptr);
+    if (it == live_.end()) return;
+    TensorRecord& t = profile_.tensors[it->second];
+    const torch::jit::Value* value = nodes[seen.node]->output(seen.output_index);
+    std::string name = value->debugName();
+    if (seen.list_index >= 0) name += fmt::format("[{}]", seen.list_index);
+    value_tensor_.emplace(name, t.id);
+    if (seen.list_index < 0) value_tensor_.emplace(value->debugName(), t.id);
+    if (t.shape.empty() && t.dtype.empty()) {
+      t.shape = seen.shape;
+      t.dtype = seen.dtype;
+      if (t.name.empty()) t.name = name;
+    }
+  }
+
+  Profile& profile_;
+  std::unordered_map<void*, int> live_;
+  std::unordered_map<int, void*> ptr_at_end_;
+  std::unordered_map<std::string, int> value_tensor_;
+};
+
+// Values a top-level node reads, including those its sub-blocks read from outside.
+void collectOuterReads(const torch::jit::Node* node, const torch::jit::Node* top,
+                       std::vector<const torch::jit::Value*>& out) {
+  for (const torch::jit::Value* input : node->inputs()) {
+    const torch::jit::Node* def = input->node();
+    bool inside = false;
+    for (const torch::jit::Block* b = def->owningBlock(); b && b->owningNode(); b = b->owningNode()->owningBlock())
+      if (b->owningNode() == top) inside = true;
+    if (!inside || node == top) out.push_back(input);
+  }
+  for (const torch::jit::Block* block : node->blocks())
+    for (const torch::jit::Node* inner : block->nodes()) collectOuterReads(inner, top, out);
+  for (const torch::jit::Block* block : node->blocks())
+    for (const torch::jit::Value* ret : block->outputs())
+      if (ret->node()->owningBlock() == node->owningBlock()) out.push_back(ret);
+}
+
+void fillNodes(Profile& profile, const std::vector<torch::jit::Node*>& nodes, const IterationRecord& record,
+               const std::vector<double>& step_time_us) {
+  profile.nodes.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ForwardNode& n = profile.nodes[i];
+    const torch::jit::Node* node = nodes[i];
+    n.id = static_cast<int>(i);
+    n.kind = node->kind().toQualString();
+    n.scope = moduleScope(node);
+    for (const torch::jit::Value* v : node->inputs()) n.inputs.push_back(v->debugName());
+    for (const torch::jit::Value* v : node->outputs()) n.outputs.push_back(v->debugName());
+    n.mutated_inputs = mutatedInputNames(node);
+    n.cuttable = isCuttable(node);
+  }
+  // Forward steps carry the next autograd sequence number at their marker; every
+  // autograd node created while the step ran has a number in [that, next marker's).
+  std::vector<std::pair<int64_t, int>> sequence_starts;  // (sequence at marker, node)
+  for (size_t s = 0; s < record.steps.size(); ++s) {
+    const StepTiming& step = record.steps[s];
+    if (step.phase == Phase::Loss) sequence_starts.emplace_back(step.sequence_at_start, -1);
+    if (step.phase != Phase::Forward || step.node < 0) continue;
+    ForwardNode& n = profile.nodes[step.node];
+    n.forward_step = static_cast<int>(s);
+    n.forward_time_us = step_time_us[s];
+    sequence_starts.emplace_back(step.sequence_at_start, step.node);
+  }
+  std::sort(sequence_starts.begin(), sequence_starts.end());
+  for (size_t s = 0; s < record.steps.size(); ++s) {
+    const StepTiming& step = record.steps[s];
+    if (step.phase != Phase::Backward || step.autograd_sequence_nr < 0) continue;
+    auto it = std::upper_bound(sequence_starts.begin(), sequence_starts.end(),
+                               std::make_pair(step.autograd_sequence_nr, std::numeric_limits<int>::max()));
+    if (it == sequence_starts.begin()) continue;
+    const int node = std::prev(it)->second;
+    if (node < 0) continue;  // created by the loss, after forward
+    profile.steps[s].node = node;
+    profile.nodes[node].backward_steps.push_back(static_cast<int>(s));
+    profile.nodes[node].backward_time_us += step_time_us[s];
+  }
+}
+
+}  // namespace
+
+Profile recordProfile(const RecordOptions& options) {
+  auto progress = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  if (options.device != "cpu" && options.device.rfind("cuda", 0) != 0)
+    throw RecordError(fmt::format("unknown device '{}'; use cpu or cuda", options.device));
+  if (options.device.rfind("cuda", 0) == 0 && !at::hasCUDA())
+    throw RecordError("--device cuda, but this LibTorch has no CUDA device available; use --device cpu");
+
+  progress("loading " + options.model_path);
+  torch::jit::Module module = loadModel(options.model_path, options.device);
+  const std::shared_ptr<torch::jit::Graph> graph = inlinedForwardGraph(module);
+  const std::vector<torch::jit::Node*> nodes = topLevelNodes(*graph);
+  PreparedRun run = prepare(options, *graph);
+  run.inputs = makeInputs(run.input_specs, options.device, options.seed);
+  if (run.target_spec) run.target = makeTensor(*run.target_spec, options.device);
+
+  Profile profile;
+  profile.meta.model_path = options.model_path;
+  profile.meta.model_sha256 = sha256OfFile(options.model_path);
+  profile.meta.torch_version = TORCH_VERSION;
+  profile.meta.device = options.device;
+  profile.meta.executor_optimize = options.executor_optimize;
+  profile.meta.command = options.command_line;
+  for (const InputSpec& s : run.input_specs) profile.meta.input_specs.push_back(s.text);
+  profile.meta.target_spec = run.target_spec ? run.target_spec->text : "";
+  profile.meta.optimizer = options.optimizer;
+  profile.meta.warmup_iters = options.warmup_iters;
+  profile.meta.measured_iters = options.measured_iters;
+
+  std::vector<at::Tensor> parameters;
+  for (const at::Tensor& p : module.parameters()) parameters.push_back(p);
+  Optimizer optimizer(options.optimizer, parameters);
+  InstrumentedForward forward(graph);
+  const c10::DeviceType device_type = c10::Device(options.device).type();
+
+  std::vector<IterationOutcome> measured;
+  std::vector<StaticStorage> statics;
+  int64_t other_mode_peak_bytes = -1;
+  {
+    RecordingSession session(device_type);
+    ExecutorModeGuard executor_mode(options.executor_optimize);
+    IterationRunner runner(module, run, optimizer, session, options.seed);
+    auto instrumented = [&] { return forward.run(module, run.inputs); };
+    const int total = options.warmup_iters + options.measured_iters;
+    for (int i = 0; i < total; ++i) {
+      const bool is_measured = i >= options.warmup_iters;
+      progress(is_measured ? fmt::format("measured iteration {}/{}", i - options.warmup_iters + 1,
+                                         options.measured_iters)
+                           : fmt::format("warm-up iteration {}/{}", i + 1, options.warmup_iters));
+      if (is_measured && measured.empty()) {
+        clearGradients(module);
+        statics = staticStorages(module, run, optimizer);
+      }
+      IterationOutcome outcome = runner.runOnce(instrumented);
+      if (is_measured) measured.push_back(std::move(outcome));
+    }
+    if (options.measure_other_executor_mode) {
+      // One plain iteration under the other mode tells the user whether it would
+      // hold less. Turning optimization on needs a profiling run first.
+      progress("comparing with executor optimization " + std::string(options.executor_optimize ? "off" : "on"));
+      ExecutorModeGuard other_mode(!options.executor_optimize);
+      auto plain = [&] {
+        std::vector<c10::IValue> stack(run.inputs.begin(), run.inputs.end());
+        return module.forward(stack);
+      };
+      const int runs = options.executor_optimize ? 1 : 2;
+      IterationRecord last;
+      for (int i = 0; i < runs; ++i) last = runner.runOnce(plain).record;
+      int64_t static_bytes = 0;
+      for (const StaticStorage& s : statics) static_bytes += s.bytes;
+      int64_t start_total = last.events.empty() ? 0 : last.events[0].allocator_total - last.events[0].delta_bytes;
+      int64_t max_total = start_total;
+      for (const AllocationEvent& e : last.events) max_total = std::max(max_total, e.allocator_total);
+      other_mode_peak_bytes = static_bytes + (max_total - start_total);
+    }
+  }
+  const IterationRecord& record = measured.front().record;
+  profile.meta.loss = measured.front().resolved_loss;
+  profile.meta.other_executor_mode_peak_bytes = other_mode_peak_bytes;
+
+  // Step times: medians over the measured iterations that ran the same steps.
+  std::vector<std::vector<double>> samples(record.steps.size());
+  for (const IterationOutcome& m : measured) {
+    if (m.record.steps.size() != record.steps.size()) continue;
+    const std::vector<double> durations = stepDurationsUs(m.record);
+    for (size_t s = 0; s < durations.size(); ++s) samples[s].push_back(durations[s]);
+  }
+  std::vector<double> step_time_us(record.steps.size());
+  for (size_t s = 0; s < samples.size(); ++s) step_time_us[s] = median(samples[s]);
+
+  profile.event_count = static_cast<int>(record.events.size());
+  for (size_t s = 0; s < record.steps.size(); ++s) {
+    const StepTiming& timing = record.steps[s];
+    Step step;
+    step.index = static_cast<int>(s);
+    step.phase = timing.phase;
+    step.node = timing.node;
+    step.op = timing.node >= 0 ? std::string(nodes[timing.node]->kind().toQualString()) : timing.op;
+    step.scope = timing.node >= 0 ? moduleScope(nodes[timing.node]) : "";
+    step.first_event = timing.first_event;
+    step.time_us = step_time_us[s];
+    profile.steps.push_back(std::move(step));
+  }
+  fillNodes(profile, nodes, record, step_time_us);
+  for (Step& step : profile.steps)
+    if (step.phase == Phase::Backward && step.node >= 0) step.scope = profile.nodes[step.node].scope;
+
+  // The allocator's own counter, per step and at the start.
+  if (!record.events.empty())
+    profile.meta.allocator_bytes_at_start = record.events[0].allocator_total - record.events[0].delta_bytes;
+  int64_t allocator_now = profile.meta.allocator_bytes_at_start;
+  profile.summary.allocator_peak_bytes = allocator_now;
+  for (size_t s = 0; s < profile.steps.size(); ++s) {
+    Step& step = profile.steps[s];
+    const int end = s + 1 < profile.steps.size() ? profile.steps[s + 1].first_event : profile.event_count;
+    step.allocator_peak_bytes = allocator_now;
+    for (int e = step.first_event; e < end; ++e) {
+      allocator_now = record.events[e].allocator_total;
+      step.allocator_peak_bytes = std::max(step.allocator_peak_bytes, allocator_now);
+    }
+    step.allocator_bytes = allocator_now;
+    profile.summary.allocator_peak_bytes = std::max(profile.summary.allocator_peak_bytes, step.allocator_peak_bytes);
+  }
+
+  // Tensors: statics first, then every allocation of the measured iteration.
+  TensorBook book(profile, statics);
+  book.replay(record, *graph, nodes);
+  for (size_t i = 1; i < graph->inputs().size(); ++i) {
+    const at::Tensor& input = run.inputs[i - 1];
+    if (input.has_storage()) book.bindValue(graph->inputs()[i]->debugName(), input.storage().data());
+  }
+  const IterationOutcome& outcome = measured.front();
+  for (TensorRecord& t : profile.tensors) {
+    if (t.free_event == -2) {
+      t.free_event = profile.event_count;
+      t.free_step = -1;
+    }
+    if (t.alloc_event < 0) continue;
+    const Phase alloc_phase = profile.steps[t.alloc_step].phase;
+    if (alloc_phase == Phase::Forward) t.producer_node = profile.steps[t.alloc_step].node;
+    const bool alive_at_end = t.free_event == profile.event_count;
+    void* ptr = alive_at_end ? book.ptrAtEnd(t.id) : nullptr;
+    const Phase free_phase = alive_at_end ? Phase::Optimizer : profile.steps[t.free_step].phase;
+    if (ptr && outcome.gradient_ptrs.count(ptr))
+      t.category = Category::Gradient;
+    else if (ptr && outcome.output_ptrs.count(ptr))
+      t.category = Category::Output;
+    else if (alive_at_end && alloc_phase == Phase::Optimizer)
+      t.category = Category::OptimizerState;
+    else if (alloc_phase == Phase::Forward && (alive_at_end || free_phase != Phase::Forward))
+      t.category = Category::Activation;
+    else
+      t.category = Category::Temporary;
+  }
+
+  // Readers of each storage, and the derived first/last uses.
+  for (size_t id = 0; id < nodes.size(); ++id) {
+    std::vector<const torch::jit::Value*> reads;
+    collectOuterReads(nodes[id], nodes[id], reads);
+    std::set<int> tensors_read;
+    for (const torch::jit::Value* v : reads) {
+      const int t = book.tensorOfValue(v->debugName());
+      if (t >= 0) tensors_read.insert(t);
+    }
+    for (int t : tensors_read) profile.tensors[t].users.push_back(static_cast<int>(id));
+  }
+  for (TensorRecord& t : profile.tensors) {
+    for (int user : t.users)
+      t.last_forward_use_step = std::max(t.last_forward_use_step, profile.nodes[user].forward_step);
+    std::vector<int> related = t.users;
+    if (t.producer_node >= 0) related.push_back(t.producer_node);
+    for (int node : related)
+      for (int step : profile.nodes[node].backward_steps)
+        if (t.first_backward_use_step < 0 || step < t.first_backward_use_step) t.first_backward_use_step = step;
+  }
+
+  for (const Step& step : profile.steps) profile.summary.phase_time_us[static_cast<int>(step.phase)] += step.time_us;
+  timelineFromTensors(profile);
+  return profile;
+}
+
+}  // namespace acprof

@@ -1,0 +1,235 @@
+#include "acprof/training_step.h"
+
+#include <filesystem>
+
+#include <ATen/ATen.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <fmt/format.h>
+
+#include "acprof/recorder.h"
+
+namespace acprof {
+namespace {
+
+at::ScalarType scalarTypeOf(const std::string& dtype) {
+  if (dtype == "float32") return at::kFloat;
+  if (dtype == "float64") return at::kDouble;
+  if (dtype == "float16") return at::kHalf;
+  if (dtype == "bfloat16") return at::kBFloat16;
+  if (dtype == "int64") return at::kLong;
+  if (dtype == "int32") return at::kInt;
+  return at::kBool;
+}
+
+std::string firstLine(const std::string& text) {
+  const auto newline = text.find('\n');
+  return newline == std::string::npos ? text : text.substr(0, newline);
+}
+
+// Every tensor in an output IValue (tensor, tuple, list, dict values), in order.
+void collectTensors(const c10::IValue& value, std::vector<at::Tensor>& out) {
+  if (value.isTensor()) {
+    out.push_back(value.toTensor());
+  } else if (value.isTuple()) {
+    for (const auto& element : value.toTupleRef().elements()) collectTensors(element, out);
+  } else if (value.isList()) {
+    for (const c10::IValue& element : value.toListRef()) collectTensors(element, out);
+  } else if (value.isGenericDict()) {
+    for (const auto& entry : value.toGenericDict()) collectTensors(entry.value(), out);
+  }
+}
+
+}  // namespace
+
+torch::jit::Module loadModel(const std::string& path, const std::string& device) {
+  if (!std::filesystem::exists(path))
+    throw RecordError(fmt::format("{}: no such file; pass the path of a TorchScript model (torch.jit.save)", path));
+  if (std::filesystem::is_directory(path))
+    throw RecordError(fmt::format("{}: is a directory; pass the path of a TorchScript model file", path));
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path, c10::Device(device));
+  } catch (const c10::Error& e) {
+    throw RecordError(fmt::format("{}: not a loadable TorchScript model ({}); export it with torch.jit.trace or "
+                                  "torch.jit.script and save it with torch.jit.save",
+                                  path, firstLine(e.what_without_backtrace())));
+  }
+  if (!module.find_method("forward"))
+    throw RecordError(fmt::format("{}: the TorchScript module has no forward method; export the training module",
+                                  path));
+  module.train(true);
+  return module;
+}
+
+StoredSpecs readStoredSpecs(const std::string& model_path) {
+  StoredSpecs stored;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(model_path);
+    auto readRecord = [&](const std::string& name) -> std::string {
+      // The archive's records live under "<archive name>/extra/<name>".
+      for (const std::string& record : reader.getAllRecords()) {
+        if (record == "extra/" + name || record.size() > name.size() + 7 &&
+                                             record.compare(record.size() - name.size() - 7, std::string::npos,
+                                                            "/extra/" + name) == 0) {
+          auto [data, size] = reader.getRecord(record);
+          return std::string(static_cast<const char*>(data.get()), size);
+        }
+      }
+      return "";
+    };
+    std::string inputs = readRecord("acprof_inputs");
+    size_t start = 0;
+    while (start < inputs.size()) {
+      const auto end = inputs.find('\n', start);
+      const std::string line = inputs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      if (!line.empty()) stored.inputs.push_back(line);
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    stored.target = readRecord("acprof_target");
+    stored.loss = readRecord("acprof_loss");
+  } catch (const c10::Error&) {
+    // Not a zip archive: loadModel reports that with a better message.
+  }
+  return stored;
+}
+
+at::Tensor makeTensor(const InputSpec& spec, const std::string& device) {
+  const auto options = at::TensorOptions().dtype(scalarTypeOf(spec.dtype));
+  at::Tensor tensor;
+  if (spec.dtype == "bool") {
+    tensor = at::randint(0, 2, spec.shape, at::TensorOptions().dtype(at::kLong)).to(at::kBool);
+  } else if (spec.dtype == "int64" || spec.dtype == "int32") {
+    const auto [low, high] = spec.range.value_or(std::make_pair<int64_t, int64_t>(0, 2));
+    tensor = at::randint(low, high, spec.shape, options);
+  } else {
+    tensor = at::randn(spec.shape, at::TensorOptions().dtype(at::kFloat)).to(options.dtype());
+  }
+  return tensor.to(c10::Device(device));
+}
+
+std::vector<at::Tensor> makeInputs(const std::vector<InputSpec>& specs, const std::string& device, uint64_t seed) {
+  // Generated on the CPU from one seed so CPU and CUDA runs see the same values.
+  at::manual_seed(seed);
+  std::vector<at::Tensor> inputs;
+  for (const InputSpec& spec : specs) inputs.push_back(makeTensor(spec, device));
+  return inputs;
+}
+
+std::string resolveLossKind(const c10::IValue& output, const std::string& requested) {
+  if (requested != "auto") return requested;
+  if (output.isTensor() && output.toTensor().dim() == 0) return "model";
+  return "mean";
+}
+
+at::Tensor computeLoss(const c10::IValue& output, const std::string& loss_kind, const at::Tensor& target) {
+  std::vector<at::Tensor> tensors;
+  collectTensors(output, tensors);
+  if (tensors.empty()) throw RecordError("the model's output holds no tensor; return a tensor or the loss");
+  if (loss_kind == "model") {
+    if (tensors[0].numel() != 1)
+      throw RecordError("the model's output is not a scalar loss; pass --loss mean|sum|cross_entropy");
+    return tensors[0].reshape({});
+  }
+  if (loss_kind == "cross_entropy") {
+    if (!target.defined()) throw RecordError("--loss cross_entropy needs --target, e.g. --target int64[32]:0..1000");
+    const at::Tensor& logits = tensors[0];
+    if (logits.dim() < 2) throw RecordError("--loss cross_entropy needs logits with a class dimension last");
+    // [..., C] logits against [...] targets, as for language models' [B, T, V].
+    return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), target.reshape({-1}));
+  }
+  at::Tensor total;
+  for (const at::Tensor& t : tensors) {
+    if (!t.is_floating_point()) continue;
+    at::Tensor part = loss_kind == "sum" ? t.sum() : t.mean();
+    total = total.defined() ? total + part : part;
+  }
+  if (!total.defined()) throw RecordError("the model's output has no floating-point tensor to take a loss of");
+  return total;
+}
+
+Optimizer::Optimizer(std::string kind, std::vector<at::Tensor> parameters)
+    : kind_(std::move(kind)), parameters_(std::move(parameters)) {
+  if (kind_ != "none" && kind_ != "sgd" && kind_ != "adam")
+    throw RecordError(fmt::format("unknown optimizer '{}'; use none, sgd or adam", kind_));
+}
+
+void Optimizer::step() {
+  if (kind_ == "none") return;
+  at::NoGradGuard no_grad;
+  ++step_count_;
+  const bool first = first_moments_.empty();
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    at::Tensor& parameter = parameters_[i];
+    const at::Tensor& grad = parameter.grad();
+    if (!grad.defined()) {
+      if (first) first_moments_.emplace_back(), second_moments_.emplace_back();
+      continue;
+    }
+    if (kind_ == "sgd") {
+      // torch.optim.SGD(lr=0.01, momentum=0.9): buf = grad on the first step, then buf*m + grad.
+      constexpr double kLearningRate = 0.01, kMomentum = 0.9;
+      if (first) {
+        first_moments_.push_back(grad.clone());
+      } else if (!first_moments_[i].defined()) {
+        first_moments_[i] = grad.clone();
+      } else {
+        first_moments_[i].mul_(kMomentum).add_(grad);
+      }
+      parameter.add_(first_moments_[i], -kLearningRate);
+    } else {
+      // torch.optim.Adam(lr=1e-3, betas=(0.9, 0.999), eps=1e-8).
+      constexpr double kLearningRate = 1e-3, kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
+      if (first) {
+        first_moments_.push_back(at::zeros_like(parameter));
+        second_moments_.push_back(at::zeros_like(parameter));
+      }
+      first_moments_[i].mul_(kBeta1).add_(grad, 1 - kBeta1);
+      second_moments_[i].mul_(kBeta2).addcmul_(grad, grad, 1 - kBeta2);
+      const double bias1 = 1 - std::pow(kBeta1, static_cast<double>(step_count_));
+      const double bias2 = 1 - std::pow(kBeta2, static_cast<double>(step_count_));
+      const at::Tensor denominator = (second_moments_[i].sqrt() / std::sqrt(bias2)).add_(kEps);
+      parameter.addcdiv_(first_moments_[i], denominator, -kLearningRate / bias1);
+    }
+  }
+}
+
+std::vector<at::Tensor> Optimizer::stateTensors() const {
+  std::vector<at::Tensor> state;
+  for (const auto* moments : {&first_moments_, &second_moments_})
+    for (const at::Tensor& t : *moments)
+      if (t.defined()) state.push_back(t);
+  return state;
+}
+
+void clearGradients(torch::jit::Module& module) {
+  for (at::Tensor parameter : module.parameters()) parameter.mutable_grad() = at::Tensor();
+}
+
+ExecutorModeGuard::ExecutorModeGuard(bool optimize) : previous_(torch::jit::getGraphExecutorOptimize()) {
+  torch::jit::setGraphExecutorOptimize(optimize);
+}
+ExecutorModeGuard::~ExecutorModeGuard() { torch::jit::setGraphExecutorOptimize(previous_); }
+
+StepOutcome runTrainingStep(torch::jit::Module& module, const std::vector<at::Tensor>& inputs,
+                            const at::Tensor& target, const StepConfig& config) {
+  clearGradients(module);
+  at::manual_seed(config.seed);
+  std::vector<c10::IValue> stack(inputs.begin(), inputs.end());
+  const c10::IValue output = module.forward(stack);
+  const at::Tensor loss = computeLoss(output, resolveLossKind(output, config.loss), target);
+  loss.backward();
+  StepOutcome outcome;
+  outcome.loss = loss.detach().clone();
+  for (const auto& parameter : module.named_parameters(/*recurse=*/true)) {
+    const at::Tensor& grad = parameter.value.grad();
+    outcome.gradients.emplace_back(parameter.name, grad.defined() ? grad.clone() : at::Tensor());
+  }
+  for (const auto& buffer : module.named_buffers(/*recurse=*/true))
+    outcome.buffers.emplace_back(buffer.name, buffer.value.clone());
+  return outcome;
+}
+
+}  // namespace acprof

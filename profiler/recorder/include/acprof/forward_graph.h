@@ -17,7 +17,7 @@ namespace acprof {
 std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module& module);
 
 // The graph's top-level nodes in order (sub-blocks of If/Loop stay inside their node).
-std::vector<torch::jit::Node*> topLevelNodes(const torch::jit::Graph& graph);
+std::vector<torch::jit::Node*> topLevelNodes(torch::jit::Graph& graph);
 
 // "layer1.0.conv1" from the node's scope / callstack, "" at top level.
 std::string moduleScope(const torch::jit::Node* node);

@@ -3,6 +3,7 @@
 // it). Inputs and losses are built the same way in both, from the same seed.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,7 +28,7 @@ struct StepConfig {
 torch::jit::Module loadModel(const std::string& path, const std::string& device);
 
 // Reads the input/target specs that models/ export scripts store in the archive
-// (extra file "acprof/inputs", one spec per line; "acprof/target"; "acprof/loss").
+// (archive extra files "acprof_inputs", one spec per line; "acprof_target"; "acprof_loss").
 // Missing entries are returned empty.
 struct StoredSpecs {
   std::vector<std::string> inputs;
@@ -43,6 +44,39 @@ at::Tensor makeTensor(const InputSpec& spec, const std::string& device);
 // and the config says auto; otherwise the config's choice ("auto" means "mean").
 std::string resolveLossKind(const c10::IValue& output, const std::string& requested);
 at::Tensor computeLoss(const c10::IValue& output, const std::string& loss_kind, const at::Tensor& target);
+
+// A plain optimizer over the module's parameters, written out so that what it
+// allocates is visible: SGD with momentum 0.9 (lr 0.01) or Adam (lr 1e-3).
+class Optimizer {
+ public:
+  Optimizer(std::string kind, std::vector<at::Tensor> parameters);
+  void step();
+  // Tensors the optimizer keeps between steps (momentum buffers, moments).
+  std::vector<at::Tensor> stateTensors() const;
+  const std::string& kind() const { return kind_; }
+
+ private:
+  std::string kind_;
+  std::vector<at::Tensor> parameters_;
+  std::vector<at::Tensor> first_moments_;   // SGD momentum buffer, Adam exp_avg
+  std::vector<at::Tensor> second_moments_;  // Adam exp_avg_sq
+  int64_t step_count_ = 0;
+};
+
+// Resets every parameter's .grad to undefined, as optimizer.zero_grad(set_to_none=True).
+void clearGradients(torch::jit::Module& module);
+
+// Keeps TorchScript's executor optimization in one mode for a scope.
+class ExecutorModeGuard {
+ public:
+  explicit ExecutorModeGuard(bool optimize);
+  ~ExecutorModeGuard();
+  ExecutorModeGuard(const ExecutorModeGuard&) = delete;
+  ExecutorModeGuard& operator=(const ExecutorModeGuard&) = delete;
+
+ private:
+  bool previous_;
+};
 
 // Runs forward + loss + backward once on a fresh copy of nothing: the module's
 // parameters' grads are reset to undefined first. Seeds the CPU (and CUDA) RNG

@@ -1,0 +1,49 @@
+#include "profile_summary.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace acprof::cli {
+
+std::string profileSummaryText(const Profile& p) {
+  std::string out;
+  const PeakSummary& s = p.summary;
+  const std::string where = s.peak_step >= 0 ? fmt::format("step {} ({}, {} {})", s.peak_step,
+                                                           phaseName(p.steps[s.peak_step].phase),
+                                                           p.steps[s.peak_step].op, p.steps[s.peak_step].scope)
+                                             : "before the first step";
+  out += fmt::format("peak {} at {}\n", formatBytes(s.peak_bytes), where);
+  for (int c = 0; c < kCategoryCount; ++c)
+    if (s.peak_breakdown[c] > 0)
+      out += fmt::format("  {:<16} {:>12}\n", categoryName(static_cast<Category>(c)), formatBytes(s.peak_breakdown[c]));
+
+  std::vector<const TensorRecord*> activations;
+  for (const TensorRecord& t : p.tensors)
+    if (t.category == Category::Activation) activations.push_back(&t);
+  std::stable_sort(activations.begin(), activations.end(),
+                   [](const TensorRecord* a, const TensorRecord* b) { return a->bytes > b->bytes; });
+  if (!activations.empty()) out += "largest activations:\n";
+  for (size_t i = 0; i < activations.size() && i < 10; ++i) {
+    const TensorRecord& t = *activations[i];
+    const ForwardNode* node = p.findNode(t.producer_node);
+    out += fmt::format("  {:>12}  {:<24} {}\n", formatBytes(t.bytes), node ? node->kind : "?",
+                       node && !node->scope.empty() ? node->scope : "(top level)");
+  }
+  const auto& times = s.phase_time_us;
+  out += fmt::format("time: forward {:.2f} ms, loss {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms\n",
+                     times[static_cast<int>(Phase::Forward)] / 1000, times[static_cast<int>(Phase::Loss)] / 1000,
+                     times[static_cast<int>(Phase::Backward)] / 1000, times[static_cast<int>(Phase::Optimizer)] / 1000);
+  const int64_t other = p.meta.other_executor_mode_peak_bytes;
+  if (other >= 0) {
+    const char* other_mode = p.meta.executor_optimize ? "off" : "on";
+    if (other < s.peak_bytes)
+      out += fmt::format("note: with --jit-optimize {} this model peaks at {} ({} less)\n", other_mode,
+                         formatBytes(other), formatBytes(s.peak_bytes - other));
+    else
+      out += fmt::format("executor optimization {} would peak at {} (not less)\n", other_mode, formatBytes(other));
+  }
+  return out;
+}
+
+}  // namespace acprof::cli

@@ -1,0 +1,158 @@
+#include "recording_session.h"
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+
+#include <ATen/SequenceNumber.h>
+#include <c10/core/Allocator.h>
+
+#include "acprof/torch_compat.h"
+
+namespace acprof {
+namespace {
+
+std::atomic<RecordingSession*> g_active_session{nullptr};
+
+// Installed as the profiler-state debug info: the CPU allocator and the CUDA
+// caching allocator report every allocation and free to it, and the autograd
+// engine carries it to its worker threads with the rest of the thread-local state.
+class AllocationReporter : public c10::MemoryReportingInfoBase {
+ public:
+  bool memoryProfilingEnabled() const override { return true; }
+  void reportMemoryUsage(void* ptr, int64_t alloc_size, compat::AllocatorTotal total_allocated,
+                         compat::AllocatorTotal /*total_reserved*/, c10::Device device) override {
+    if (RecordingSession* session = RecordingSession::active())
+      session->onAllocation(ptr, alloc_size, static_cast<int64_t>(total_allocated), device);
+  }
+};
+
+// Carries the step index from a backward function's start to its end.
+struct BackwardStepContext : at::ObserverContext {
+  explicit BackwardStepContext(int step_index) : step(step_index) {}
+  int step;
+};
+
+std::unique_ptr<at::ObserverContext> backwardFunctionStarted(const at::RecordFunction& fn) {
+  RecordingSession* session = RecordingSession::active();
+  if (!session) return nullptr;
+  session->onBackwardFunctionStart(fn.name(), fn.seqNr());
+  return std::make_unique<BackwardStepContext>(session->currentStep());
+}
+
+void backwardFunctionEnded(const at::RecordFunction& /*fn*/, at::ObserverContext* context) {
+  RecordingSession* session = RecordingSession::active();
+  if (session && context) session->onBackwardFunctionEnd(static_cast<BackwardStepContext*>(context)->step);
+}
+
+std::string dtypeName(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kBool: return "bool";
+    case at::kByte: return "uint8";
+    case at::kChar: return "int8";
+    case at::kShort: return "int16";
+    default: return c10::toString(t.scalar_type());
+  }
+}
+
+}  // namespace
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+RecordingSession::RecordingSession(c10::DeviceType device_type) : device_type_(device_type) {
+  RecordingSession* expected = nullptr;
+  if (!g_active_session.compare_exchange_strong(expected, this))
+    throw std::logic_error("only one acprof recording session can be active at a time");
+  debug_info_guard_ = std::make_unique<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE,
+                                                            std::make_shared<AllocationReporter>());
+  record_function_handle_ = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(&backwardFunctionStarted, &backwardFunctionEnded)
+          .needsInputs(false)
+          .scopes({at::RecordScope::BACKWARD_FUNCTION}));
+}
+
+RecordingSession::~RecordingSession() {
+  at::removeCallback(record_function_handle_);
+  debug_info_guard_.reset();
+  g_active_session.store(nullptr);
+}
+
+RecordingSession* RecordingSession::active() { return g_active_session.load(); }
+
+void RecordingSession::beginIteration() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  current_ = IterationRecord{};
+  recording_ = true;
+}
+
+IterationRecord RecordingSession::endIteration() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  recording_ = false;
+  current_.end_ns = nowNs();
+  return std::move(current_);
+}
+
+void RecordingSession::beginStep(Phase phase, int node, const std::string& op) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!recording_) return;
+  StepTiming step;
+  step.phase = phase;
+  step.node = node;
+  step.op = op;
+  step.first_event = static_cast<int>(current_.events.size());
+  step.sequence_at_start = at::sequence_number::peek();
+  step.start_ns = nowNs();
+  current_.steps.push_back(std::move(step));
+}
+
+void RecordingSession::onAllocation(void* ptr, int64_t delta_bytes, int64_t allocator_total, c10::Device device) {
+  if (delta_bytes == 0 || device.type() != device_type_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!recording_) return;
+  const int step = static_cast<int>(current_.steps.size()) - 1;
+  current_.events.push_back(AllocationEvent{ptr, delta_bytes, allocator_total, step});
+}
+
+void RecordingSession::onForwardNodeMarker(int node) { beginStep(Phase::Forward, node, ""); }
+
+void RecordingSession::onObservedValue(int node, int output_index, int list_index, const at::Tensor& value) {
+  if (!value.defined() || value.numel() == 0 || !value.has_storage()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!recording_) return;
+  ObservedValue observed;
+  observed.node = node;
+  observed.output_index = output_index;
+  observed.list_index = list_index;
+  observed.storage_ptr = value.storage().data();
+  observed.shape = value.sizes().vec();
+  observed.dtype = dtypeName(value);
+  observed.event_index = static_cast<int>(current_.events.size());
+  current_.observed.push_back(std::move(observed));
+}
+
+void RecordingSession::onBackwardFunctionStart(const char* name, int64_t sequence_nr) {
+  beginStep(Phase::Backward, -1, name ? name : "");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (recording_ && !current_.steps.empty()) current_.steps.back().autograd_sequence_nr = sequence_nr;
+}
+
+void RecordingSession::onBackwardFunctionEnd(int step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (recording_ && step >= 0 && step < static_cast<int>(current_.steps.size())) current_.steps[step].end_ns = nowNs();
+}
+
+int RecordingSession::currentStep() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(current_.steps.size()) - 1;
+}
+
+}  // namespace acprof
