@@ -1,0 +1,117 @@
+// The recorder's measurements against numbers computed independently: by hand
+// from the architecture, or from the allocator's own counters.
+#include "acprof/recorder.h"
+
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "test_support.h"
+
+namespace acprof {
+namespace {
+
+using acprof::testing::testModel;
+
+Profile profileOf(const std::string& model, const std::string& optimizer = "none") {
+  RecordOptions options;
+  options.model_path = testModel(model);
+  options.optimizer = optimizer;
+  options.measured_iters = 1;
+  options.measure_other_executor_mode = false;
+  return recordProfile(options);
+}
+
+int64_t bytesIn(const Profile& p, Category category) {
+  int64_t total = 0;
+  for (const TensorRecord& t : p.tensors)
+    if (t.category == category) total += t.bytes;
+  return total;
+}
+
+int64_t total(const CategoryBytes& bytes) {
+  int64_t sum = 0;
+  for (int64_t b : bytes) sum += b;
+  return sum;
+}
+
+// models/mlp.py: input float32[64,256]; Linear(256,512) ReLU Linear(512,512) ReLU Linear(512,10).
+TEST(Recorder, MlpCategoriesEqualHandComputedSizes) {
+  const Profile p = profileOf("mlp_traced.pt");
+  const int64_t kFloat = 4;
+  const int64_t weights = (256 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10) * kFloat;  // 1,597,480
+  EXPECT_EQ(bytesIn(p, Category::Weight), weights);
+  EXPECT_EQ(bytesIn(p, Category::Gradient), weights);
+  EXPECT_EQ(bytesIn(p, Category::Input), 64 * 256 * kFloat);
+  // Saved for backward: the two ReLU outputs (addmm saves its input, ReLU its result).
+  EXPECT_EQ(bytesIn(p, Category::Activation), 2 * 64 * 512 * kFloat);
+  // The logits and the scalar loss.
+  EXPECT_EQ(bytesIn(p, Category::Output), 64 * 10 * kFloat + kFloat);
+}
+
+class EveryReferenceModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryReferenceModel, CategoriesSumToAllocatorBytesAtEveryStep) {
+  const Profile p = profileOf(GetParam(), "sgd");
+  int64_t static_bytes = 0;
+  for (const TensorRecord& t : p.tensors)
+    if (t.alloc_event < 0) static_bytes += t.bytes;
+  ASSERT_GT(p.steps.size(), 10u);
+  for (const Step& step : p.steps) {
+    // What the categories gained since the start equals what the allocator's own
+    // counter gained: no allocation is lost or counted twice.
+    EXPECT_EQ(total(step.bytes_at_end) - static_bytes, step.allocator_bytes - p.meta.allocator_bytes_at_start)
+        << "step " << step.index << " " << step.op;
+    EXPECT_EQ(step.peak_bytes - static_bytes, step.allocator_peak_bytes - p.meta.allocator_bytes_at_start)
+        << "step " << step.index << " " << step.op;
+  }
+  EXPECT_EQ(p.summary.peak_bytes - static_bytes, p.summary.allocator_peak_bytes - p.meta.allocator_bytes_at_start);
+  EXPECT_EQ(total(p.summary.peak_breakdown), p.summary.peak_bytes);
+}
+
+TEST_P(EveryReferenceModel, NodesThatSaveTensorsAreLinkedToTheirBackwardWork) {
+  const Profile p = profileOf(GetParam());
+  int activations = 0;
+  for (const TensorRecord& t : p.tensors) {
+    if (t.category != Category::Activation) continue;
+    ++activations;
+    ASSERT_GE(t.producer_node, 0);
+    EXPECT_FALSE(p.nodes[t.producer_node].backward_steps.empty())
+        << p.nodes[t.producer_node].kind << " at " << p.nodes[t.producer_node].scope << " made an activation";
+    // The backward step that released it belongs to a node that made or read it.
+    ASSERT_GE(t.free_step, 0) << t.name;
+    const int releaser = p.steps[t.free_step].node;
+    std::set<int> related(t.users.begin(), t.users.end());
+    related.insert(t.producer_node);
+    EXPECT_TRUE(related.count(releaser)) << t.name << " freed by " << p.steps[t.free_step].op;
+  }
+  EXPECT_GT(activations, 0);
+  for (const ForwardNode& n : p.nodes)
+    for (int s : n.backward_steps) EXPECT_EQ(p.steps[s].phase, Phase::Backward);
+}
+
+TEST_P(EveryReferenceModel, StepsCoverTheIterationInPhaseOrder) {
+  const Profile p = profileOf(GetParam(), "adam");
+  int last_phase = 0;
+  for (const Step& step : p.steps) {
+    EXPECT_GE(static_cast<int>(step.phase), last_phase) << step.index;
+    last_phase = static_cast<int>(step.phase);
+  }
+  EXPECT_EQ(p.steps.back().phase, Phase::Optimizer);
+  // Adam keeps two moments per parameter: exactly twice the weights' bytes of
+  // trainable parameters, i.e. twice the gradients.
+  EXPECT_EQ(bytesIn(p, Category::OptimizerState), 2 * bytesIn(p, Category::Gradient));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, EveryReferenceModel,
+                         ::testing::Values("mlp_traced.pt", "mlp_scripted.pt", "cnn_traced.pt", "cnn_scripted.pt",
+                                           "resnet18_traced.pt", "resnet18_scripted.pt", "gpt_traced.pt",
+                                           "gpt_scripted.pt", "bert_traced.pt", "bert_scripted.pt"),
+                         [](const auto& info) {
+                           std::string name = info.param.substr(0, info.param.size() - 3);
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace acprof
