@@ -1,1 +1,5 @@
-# Owned by the rewriter work; filled in by it.
+# The rewriter: the checkpoint runtime, graph surgery and verification.
+acprof_add_test(rewriter_tests
+  SOURCES rewriter_checkpoint_op_test.cpp
+  LIBS acprof_ops ${TORCH_LIBRARIES})
+target_precompile_headers(rewriter_tests PRIVATE <torch/script.h>)

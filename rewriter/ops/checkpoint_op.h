@@ -1,0 +1,25 @@
+// acprof::checkpoint(Segment seg, Tensor[] inputs) -> Tensor[], the operator a
+// rewritten model calls in place of a region of its forward graph.
+//
+// Forward runs the segment without recording autograd history and keeps only
+// the inputs (and the RNG states); backward re-runs the segment with grad
+// enabled on detached copies of the inputs, differentiates it with the
+// incoming gradients and drops the recomputed tensors. Loss, gradients and
+// buffers equal those of the unrewritten model bit for bit where the kernels
+// are deterministic.
+#pragma once
+
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "ops/segment.h"
+
+namespace acprof {
+
+// The operator's kernel; a model reaches it through the dispatcher as acprof::checkpoint.
+std::vector<at::Tensor> checkpoint(c10::intrusive_ptr<Segment> segment, at::TensorList inputs);
+
+inline constexpr const char* kCheckpointOpName = "acprof::checkpoint";
+
+}  // namespace acprof

@@ -1,0 +1,226 @@
+// The checkpoint operator recomputes a segment in backward and must give the
+// same loss, gradients and buffers as running the segment's ops directly.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/runtime/operator.h>
+#include <torch/script.h>
+
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <c10/core/Allocator.h>
+
+#include "acprof/torch_compat.h"
+#include "ops/checkpoint_op.h"
+#include "ops/segment.h"
+
+namespace acprof {
+namespace {
+
+const char* kDropoutSegment = R"IR(
+graph(%x : Tensor, %w : Tensor):
+  %p : float = prim::Constant[value=0.5]()
+  %train : bool = prim::Constant[value=1]()
+  %h : Tensor = aten::matmul(%x, %w)
+  %r : Tensor = aten::relu(%h)
+  %d : Tensor = aten::dropout(%r, %p, %train)
+  return (%d, %h)
+)IR";
+
+// Inputs 3 and 4 are the running statistics, written in place.
+const char* kBatchNormSegment = R"IR(
+graph(%x : Tensor, %weight : Tensor, %bias : Tensor, %mean : Tensor, %var : Tensor):
+  %train : bool = prim::Constant[value=1]()
+  %momentum : float = prim::Constant[value=0.1]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %cudnn : bool = prim::Constant[value=1]()
+  %y : Tensor = aten::batch_norm(%x, %weight, %bias, %mean, %var, %train, %momentum, %eps, %cudnn)
+  %z : Tensor = aten::tanh(%y)
+  return (%z)
+)IR";
+
+// Calls acprof::checkpoint the way a rewritten model's interpreter does: through the operator registry.
+std::vector<at::Tensor> callCheckpointOp(const c10::intrusive_ptr<Segment>& segment,
+                                         const std::vector<at::Tensor>& inputs) {
+  const auto operators = torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(kCheckpointOpName));
+  EXPECT_EQ(operators.size(), 1u);
+  torch::jit::Stack stack{c10::IValue(segment), c10::IValue(inputs)};
+  operators.at(0)->getOperation()(stack);
+  return stack.at(0).toTensorVector();
+}
+
+at::Tensor lossOf(const std::vector<at::Tensor>& outputs) {
+  at::Tensor loss = outputs[0].pow(2).sum();
+  for (size_t i = 1; i < outputs.size(); ++i) loss = loss + outputs[i].sum() * 0.25;
+  return loss;
+}
+
+void expectBitwiseEqual(const at::Tensor& actual, const at::Tensor& expected, const std::string& what) {
+  ASSERT_TRUE(actual.defined()) << what;
+  ASSERT_TRUE(expected.defined()) << what;
+  EXPECT_TRUE(actual.equal(expected)) << what << ": max abs diff "
+                                      << (actual - expected).abs().max().item<double>();
+}
+
+struct Leaves {
+  at::Tensor x;
+  at::Tensor w;
+};
+Leaves makeLeaves() {
+  at::manual_seed(7);
+  return {at::randn({16, 32}).requires_grad_(), at::randn({32, 24}).requires_grad_()};
+}
+
+TEST(CheckpointOp, OutputsCarryTheCheckpointGradFn) {
+  const auto segment = c10::make_intrusive<Segment>(kDropoutSegment, std::vector<int64_t>{});
+  const Leaves leaves = makeLeaves();
+  const auto outputs = callCheckpointOp(segment, {leaves.x, leaves.w});
+  ASSERT_EQ(outputs.size(), 2u);
+  ASSERT_NE(outputs[0].grad_fn(), nullptr);
+  EXPECT_NE(outputs[0].grad_fn()->name().find("CheckpointFunction"), std::string::npos)
+      << outputs[0].grad_fn()->name();
+}
+
+TEST(CheckpointOp, DropoutGradientsEqualUncheckpointedBitwise) {
+  const auto segment = c10::make_intrusive<Segment>(kDropoutSegment, std::vector<int64_t>{});
+
+  // Reference: the same ops run with autograd recording everything.
+  const Leaves reference = makeLeaves();
+  at::manual_seed(123);
+  const at::Tensor reference_loss = lossOf(segment->run({reference.x, reference.w}));
+  // Draws between forward and backward move the generator; the recompute must not see that.
+  const at::Tensor reference_noise = at::rand({1000});
+  reference_loss.backward();
+  const at::Tensor reference_after = at::rand({8});
+
+  const Leaves checkpointed = makeLeaves();
+  at::manual_seed(123);
+  const at::Tensor loss = lossOf(callCheckpointOp(segment, {checkpointed.x, checkpointed.w}));
+  const at::Tensor noise = at::rand({1000});
+  loss.backward();
+  const at::Tensor after = at::rand({8});
+
+  expectBitwiseEqual(loss, reference_loss, "loss");
+  expectBitwiseEqual(checkpointed.x.grad(), reference.x.grad(), "grad of x");
+  expectBitwiseEqual(checkpointed.w.grad(), reference.w.grad(), "grad of w");
+  // The recompute replays the saved RNG state and then puts the current one back.
+  expectBitwiseEqual(noise, reference_noise, "draw between forward and backward");
+  expectBitwiseEqual(after, reference_after, "draw after backward");
+}
+
+TEST(CheckpointOp, DropoutMaskIsActuallyRandom) {
+  // Guards the test above: with a different seed the loss differs, so equal
+  // gradients there come from replaying the RNG state, not from a constant mask.
+  const auto segment = c10::make_intrusive<Segment>(kDropoutSegment, std::vector<int64_t>{});
+  const Leaves leaves = makeLeaves();
+  at::manual_seed(1);
+  const at::Tensor first = lossOf(segment->run({leaves.x, leaves.w}));
+  at::manual_seed(2);
+  const at::Tensor second = lossOf(segment->run({leaves.x, leaves.w}));
+  EXPECT_FALSE(first.equal(second));
+}
+
+TEST(CheckpointOp, BatchNormRunningStatisticsUpdateExactlyOnce) {
+  const auto segment = c10::make_intrusive<Segment>(kBatchNormSegment, std::vector<int64_t>{3, 4});
+  auto make_inputs = [] {
+    at::manual_seed(3);
+    std::vector<at::Tensor> inputs{at::randn({64, 8}).mul(3).add(2).requires_grad_(),
+                                   at::rand({8}).add(0.5).requires_grad_(), at::randn({8}).requires_grad_(),
+                                   at::zeros({8}), at::ones({8})};
+    return inputs;
+  };
+
+  const auto reference = make_inputs();
+  const at::Tensor reference_loss = lossOf(segment->run(reference));
+  reference_loss.backward();
+
+  const auto checkpointed = make_inputs();
+  const at::Tensor loss = lossOf(callCheckpointOp(segment, checkpointed));
+  loss.backward();
+
+  expectBitwiseEqual(loss, reference_loss, "loss");
+  for (size_t i = 0; i < 3; ++i) {
+    expectBitwiseEqual(checkpointed[i].grad(), reference[i].grad(), "grad of input " + std::to_string(i));
+  }
+  expectBitwiseEqual(checkpointed[3], reference[3], "running mean");
+  expectBitwiseEqual(checkpointed[4], reference[4], "running var");
+  // Independently of both runs: one update with momentum 0.1 from zero is a tenth of the batch mean.
+  const at::Tensor batch_mean = checkpointed[0].detach().mean(0);
+  EXPECT_TRUE(checkpointed[3].allclose(batch_mean * 0.1, 1e-5, 1e-6))
+      << "running mean " << checkpointed[3] << " expected " << batch_mean * 0.1;
+}
+
+// Live bytes of the CPU allocator, as the allocator reports them to a profiler.
+class LiveBytesCounter : public c10::MemoryReportingInfoBase {
+ public:
+  void reportMemoryUsage(void* ptr, int64_t alloc_size, compat::AllocatorTotal, compat::AllocatorTotal,
+                         c10::Device) override {
+    live_bytes_ += alloc_size;
+  }
+  bool memoryProfilingEnabled() const override { return true; }
+  int64_t liveBytes() const { return live_bytes_; }
+
+ private:
+  int64_t live_bytes_ = 0;
+};
+
+// Bytes allocated by `run` and still alive after it returns.
+template <typename Run>
+int64_t bytesKeptBy(Run run) {
+  auto counter = std::make_shared<LiveBytesCounter>();
+  c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, counter);
+  run();
+  return counter->liveBytes();
+}
+
+TEST(CheckpointOp, ForwardKeepsOnlyItsOutputs) {
+  const auto segment = c10::make_intrusive<Segment>(kDropoutSegment, std::vector<int64_t>{});
+  at::manual_seed(11);
+  const at::Tensor x = at::randn({512, 512}).requires_grad_();
+  const at::Tensor w = at::randn({512, 512}).requires_grad_();
+  const int64_t output_bytes = 2 * 512 * 512 * static_cast<int64_t>(sizeof(float));  // %d and %h
+
+  std::vector<at::Tensor> reference_outputs;
+  const int64_t reference_kept = bytesKeptBy([&] { reference_outputs = segment->run({x, w}); });
+  std::vector<at::Tensor> outputs;
+  const int64_t checkpoint_kept = bytesKeptBy([&] { outputs = callCheckpointOp(segment, {x, w}); });
+
+  // Without checkpoint autograd keeps the relu output and the dropout mask too.
+  EXPECT_GE(reference_kept, output_bytes + 2 * 512 * 512);
+  // With it: the outputs, plus the saved RNG state (a few KiB), nothing of the segment's insides.
+  EXPECT_GE(checkpoint_kept, output_bytes);
+  EXPECT_LE(checkpoint_kept, output_bytes + 16 * 1024) << "checkpoint kept " << checkpoint_kept << " bytes";
+}
+
+TEST(Segment, PicklesInsideAModuleAndLoadsBack) {
+  const auto segment = c10::make_intrusive<Segment>(kBatchNormSegment, std::vector<int64_t>{3, 4});
+  torch::jit::Module module("acprof_test.Holder");
+  module.register_attribute("segment", c10::getCustomClassType<c10::intrusive_ptr<Segment>>(),
+                            c10::IValue(segment));
+  std::stringstream archive;
+  module.save(archive);
+  torch::jit::Module loaded = torch::jit::load(archive);
+  const auto restored = loaded.attr("segment").toCustomClass<Segment>();
+  EXPECT_EQ(restored->graphIr(), segment->graphIr());
+  EXPECT_EQ(restored->writtenInputs(), segment->writtenInputs());
+  EXPECT_EQ(restored->inputCount(), 5u);
+  EXPECT_EQ(restored->outputCount(), 1u);
+}
+
+TEST(Segment, RefusesNonTensorInputs) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %n : int):
+  %y : Tensor = aten::mul(%x, %n)
+  return (%y)
+)IR";
+  EXPECT_THROW(Segment(ir, {}), c10::Error);
+}
+
+TEST(Segment, RefusesOutOfRangeWrittenInput) {
+  EXPECT_THROW(Segment(kDropoutSegment, {2}), c10::Error);
+}
+
+}  // namespace
+}  // namespace acprof
