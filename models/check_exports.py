@@ -1,0 +1,86 @@
+"""Checks that every model an export wrote can be trained as acprof will train it.
+
+    python3 models/check_exports.py --dir DIR
+
+For each *.pt in DIR: the archive carries acprof_inputs / acprof_target / acprof_loss and
+they parse; one training step (training_step.py) gives a finite loss, and every parameter
+gets a finite gradient. For files of the test set, the loss must also equal the loss of the
+same model built fresh in eager mode from the same seed, which shows the trace or script
+captured the model and that the export kept the initial weights. Exits 1 on any failure.
+"""
+
+import argparse
+import glob
+import math
+import os
+import sys
+from typing import List
+
+import torch
+
+import specs
+import training_step
+from reference_models import SETS
+
+# Eager and TorchScript run the same kernels in the same order on the CPU; the margin
+# only absorbs a different summation order should a kernel choose one.
+LOSS_RELATIVE_TOLERANCE = 1e-5
+
+
+def _eager_loss(file_name: str, stored: training_step.StoredSpecs) -> float:
+    reference, _ = SETS["test"][file_name]
+    torch.manual_seed(0)
+    model = reference.build()
+    return training_step.run_step(model, stored).item()
+
+
+def check_model(path: str) -> List[str]:
+    """Returns what is wrong with the model at `path`; empty when it passes."""
+    problems = []
+    module, stored = training_step.load_with_specs(path)
+    if not stored.inputs or not stored.loss:
+        return ["the archive has no acprof_inputs/acprof_loss; export it with models/export.py"]
+    for spec in stored.inputs + ([stored.target] if stored.target else []):
+        try:
+            specs.parse_spec(spec)
+        except specs.SpecError as error:
+            problems.append(str(error))
+    if problems:
+        return problems
+    loss = training_step.run_step(module, stored).item()
+    if not math.isfinite(loss):
+        problems.append(f"loss is {loss}")
+    for name, parameter in module.named_parameters():
+        if parameter.grad is None:
+            problems.append(f"parameter {name} got no gradient")
+        elif not torch.isfinite(parameter.grad).all():
+            problems.append(f"parameter {name} has a non-finite gradient")
+    file_name = os.path.basename(path)
+    if file_name in SETS["test"]:
+        eager = _eager_loss(file_name, stored)
+        if not math.isclose(loss, eager, rel_tol=LOSS_RELATIVE_TOLERANCE):
+            problems.append(f"loss {loss!r} differs from the eager model's {eager!r}")
+    return problems
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", required=True, help="directory of exported models (export_all.py --out)")
+    args = parser.parse_args(argv)
+    paths = sorted(glob.glob(os.path.join(args.dir, "*.pt")))
+    if not paths:
+        print(f"{args.dir}: no .pt models; run models/export_all.py --out {args.dir} first", file=sys.stderr)
+        return 1
+    failed = 0
+    for path in paths:
+        problems = check_model(path)
+        print(f"{'ok  ' if not problems else 'FAIL'} {path}", flush=True)
+        for problem in problems:
+            print(f"     {problem}", flush=True)
+        failed += bool(problems)
+    print(f"{len(paths) - failed} of {len(paths)} models train", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,105 @@
+"""Export one model as a TorchScript archive that carries its own training-step specs.
+
+The archive's extra files "acprof_inputs" (one input spec per line), "acprof_target" and
+"acprof_loss" let `acprof profile model.pt` run without flags (the recorder reads them in
+profiler/recorder/src/training_step.cpp).
+
+Library: export(model, example_inputs, path, mode, input_specs, target_spec, loss).
+CLI:     python3 models/export.py MODEL --out FILE [--mode traced|scripted]
+         exports one of the reference models at its default (test-set) size.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from typing import List, Sequence
+
+import torch
+from torch import nn
+
+import specs
+
+MODES = ("traced", "scripted")
+
+
+def _compile(model: nn.Module, example_inputs: Sequence[torch.Tensor], mode: str) -> torch.jit.ScriptModule:
+    if mode == "scripted":
+        return torch.jit.script(model)
+    if mode != "traced":
+        raise ValueError(f"unknown export mode {mode!r}; use one of {', '.join(MODES)}")
+    # The trace's check re-runs the model and compares outputs, which dropout always fails.
+    # Tracing without grad keeps no activations for backward (GPT-2 at full size would hold
+    # tens of GB); the saved archive is the same as one traced with grad: only the
+    # requires_grad flags of the trace-time value types differ, and those are not saved.
+    with torch.no_grad():
+        return torch.jit.trace(model, tuple(example_inputs), check_trace=False)
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_whole(path: str, write) -> None:
+    """Writes through a temp file in the same directory and renames it over `path`, so a
+    reader never sees a partial model, even when the export fails or is interrupted."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temp_path = tempfile.mkstemp(prefix=".export-", suffix=".pt.tmp", dir=directory)
+    os.close(handle)
+    try:
+        write(temp_path)
+        os.chmod(temp_path, 0o666 & ~_current_umask())  # mkstemp makes it private; a model is not
+        os.replace(temp_path, path)
+    except BaseException:
+        if os.path.exists(temp_path):
+            os.remove(temp_path)
+        raise
+
+
+def export(
+    model: nn.Module,
+    example_inputs: Sequence[torch.Tensor],
+    path: str,
+    mode: str,
+    input_specs: List[str],
+    target_spec: str,
+    loss: str,
+) -> None:
+    """Compiles `model` in training mode (traced or scripted) and saves it to `path` with its specs.
+
+    The caller builds the model right after torch.manual_seed(0) (export_all.seeded does),
+    so the traced and scripted variants of a model have the same weights. A trace runs the
+    model once, which updates BatchNorm running statistics; they are put back so the file
+    holds the freshly initialised model in both modes.
+    """
+    for spec in input_specs + ([target_spec] if target_spec else []):
+        specs.parse_spec(spec)  # a bad spec fails here, not when acprof reads the file
+    model.train()
+    initial_state = {name: value.clone() for name, value in model.state_dict().items()}
+    torch.manual_seed(0)
+    compiled = _compile(model, example_inputs, mode)
+    compiled.load_state_dict(initial_state)
+    extra_files = {"acprof_inputs": "\n".join(input_specs), "acprof_target": target_spec, "acprof_loss": loss}
+    _write_whole(path, lambda temp_path: torch.jit.save(compiled, temp_path, _extra_files=extra_files))
+
+
+def main(argv: List[str]) -> int:
+    import reference_models  # the catalogue; imported here so the library part stays small
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", choices=sorted(reference_models.DEFAULT_SIZED))
+    parser.add_argument("--out", required=True, help="file to write, e.g. mlp_traced.pt")
+    parser.add_argument("--mode", choices=MODES, default="traced")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    reference_models.DEFAULT_SIZED[args.model].export(args.out, args.mode)
+    print(f"{args.out}  {time.perf_counter() - started:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,92 @@
+"""The catalogue: each reference model at a named size, and the named sets that
+export_all.py writes (file name -> model and export mode)."""
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable, Dict, Tuple
+
+import torch
+from torch import nn
+
+import bert
+import cnn
+import convchain
+import export
+import gpt
+import mlp
+import resnet
+import specs
+
+
+@dataclass(frozen=True)
+class ReferenceModel:
+    build: Callable[[], nn.Module]
+    training: specs.TrainingSpecs
+
+    def export(self, path: str, mode: str) -> None:
+        # Seeded before building so every export of a model, traced or scripted, has the same weights.
+        torch.manual_seed(0)
+        model = self.build()
+        example_inputs = specs.make_tensors(self.training.inputs)
+        export.export(model, example_inputs, path, mode, self.training.inputs, self.training.target, self.training.loss)
+
+
+def _gpt(config: gpt.GptConfig, batch: int) -> ReferenceModel:
+    return ReferenceModel(partial(gpt.build, config), gpt.training_specs(config, batch))
+
+
+def _resnet(depth: str, batch: int, image_size: int) -> ReferenceModel:
+    return ReferenceModel(partial(resnet.build, depth), resnet.training_specs(batch, image_size))
+
+
+# Test-set sizes: each training step stays well under a second on a 2-core CPU.
+MLP = ReferenceModel(mlp.build, mlp.training_specs())
+CNN = ReferenceModel(cnn.build, cnn.training_specs(batch=8))
+CONVCHAIN9 = ReferenceModel(partial(convchain.build, layers=9), convchain.training_specs())
+CONVCHAIN3 = ReferenceModel(partial(convchain.build, layers=3), convchain.training_specs())
+RESNET18_SMALL = _resnet("resnet18", batch=2, image_size=64)
+GPT_SMALL = _gpt(gpt.GptConfig(layers=2, width=64, heads=4, seq_len=32, vocab=128), batch=4)
+BERT_SMALL_CONFIG = bert.BertConfig(layers=2, width=64, heads=4, seq_len=32, vocab=128, classes=4)
+BERT_SMALL = ReferenceModel(partial(bert.build, BERT_SMALL_CONFIG), bert.training_specs(BERT_SMALL_CONFIG, batch=4))
+
+# The README's default model: a CPU training step of a few seconds.
+RESNET18_DEMO = _resnet("resnet18", batch=8, image_size=128)
+
+# Benchmark sizes for the GPU machine.
+RESNET50_GPU = _resnet("resnet50", batch=64, image_size=224)
+GPT2_GPU = _gpt(gpt.GPT2_SMALL, batch=8)
+
+DEFAULT_SIZED: Dict[str, ReferenceModel] = {
+    "mlp": MLP,
+    "cnn": CNN,
+    "convchain9": CONVCHAIN9,
+    "convchain3": CONVCHAIN3,
+    "resnet18": RESNET18_SMALL,
+    "gpt": GPT_SMALL,
+    "bert": BERT_SMALL,
+}
+
+SETS: Dict[str, Dict[str, Tuple[ReferenceModel, str]]] = {
+    "test": {
+        "mlp_traced.pt": (MLP, "traced"),
+        "mlp_scripted.pt": (MLP, "scripted"),
+        "cnn_traced.pt": (CNN, "traced"),
+        "cnn_scripted.pt": (CNN, "scripted"),
+        "convchain9_traced.pt": (CONVCHAIN9, "traced"),
+        "convchain3_traced.pt": (CONVCHAIN3, "traced"),
+        "resnet18_traced.pt": (RESNET18_SMALL, "traced"),
+        "resnet18_scripted.pt": (RESNET18_SMALL, "scripted"),
+        "gpt_traced.pt": (GPT_SMALL, "traced"),
+        "gpt_scripted.pt": (GPT_SMALL, "scripted"),
+        "bert_traced.pt": (BERT_SMALL, "traced"),
+        "bert_scripted.pt": (BERT_SMALL, "scripted"),
+    },
+    "demo": {
+        "resnet18_traced.pt": (RESNET18_DEMO, "traced"),
+    },
+    "gpu": {
+        "resnet50_traced.pt": (RESNET50_GPU, "traced"),
+        "gpt2_traced.pt": (GPT2_GPU, "traced"),
+        "gpt2_scripted.pt": (GPT2_GPU, "scripted"),
+    },
+}
