@@ -75,7 +75,7 @@ PreparedRun prepare(const RecordOptions& options, const torch::jit::Graph& graph
 
 // A storage alive when the measured iteration starts, known by what owns it.
 struct StaticStorage {
-  void* ptr;
+  const void* ptr;
   int64_t bytes;
   Category category;
   std::string name;
@@ -96,10 +96,10 @@ std::string dtypeOf(const at::Tensor& t) {
   }
 }
 
-void addStatic(std::vector<StaticStorage>& out, std::set<void*>& seen, const at::Tensor& t, Category category,
+void addStatic(std::vector<StaticStorage>& out, std::set<const void*>& seen, const at::Tensor& t, Category category,
                const std::string& name) {
   if (!t.defined() || !t.has_storage()) return;
-  void* ptr = t.storage().data();
+  const void* ptr = t.storage().data();
   if (!ptr || !seen.insert(ptr).second) return;  // tied weights share one storage
   out.push_back(StaticStorage{ptr, static_cast<int64_t>(t.storage().nbytes()), category, name, t.sizes().vec(),
                               dtypeOf(t)});
@@ -108,7 +108,7 @@ void addStatic(std::vector<StaticStorage>& out, std::set<void*>& seen, const at:
 std::vector<StaticStorage> staticStorages(const torch::jit::Module& module, const PreparedRun& run,
                                           const Optimizer& optimizer) {
   std::vector<StaticStorage> out;
-  std::set<void*> seen;
+  std::set<const void*> seen;
   for (const auto& p : module.named_parameters(true)) addStatic(out, seen, p.value, Category::Weight, p.name);
   for (const auto& b : module.named_buffers(true)) addStatic(out, seen, b.value, Category::Weight, b.name);
   for (size_t i = 0; i < run.inputs.size(); ++i)
@@ -120,8 +120,8 @@ std::vector<StaticStorage> staticStorages(const torch::jit::Module& module, cons
   return out;
 }
 
-std::set<void*> storagePtrs(const std::vector<at::Tensor>& tensors) {
-  std::set<void*> ptrs;
+std::set<const void*> storagePtrs(const std::vector<at::Tensor>& tensors) {
+  std::set<const void*> ptrs;
   for (const at::Tensor& t : tensors)
     if (t.defined() && t.has_storage() && t.storage().data()) ptrs.insert(t.storage().data());
   return ptrs;
@@ -142,8 +142,8 @@ std::vector<at::Tensor> tensorsIn(const c10::IValue& value) {
 // What one training iteration leaves behind besides its event record.
 struct IterationOutcome {
   IterationRecord record;
-  std::set<void*> gradient_ptrs;  // parameters' .grad storages at the end
-  std::set<void*> output_ptrs;    // the model's output and the loss
+  std::set<const void*> gradient_ptrs;  // parameters' .grad storages at the end
+  std::set<const void*> output_ptrs;    // the model's output and the loss
   std::string resolved_loss;
 };
 
@@ -267,7 +267,7 @@ class TensorBook {
     for (auto& [ptr, id] : live_) ptr_at_end_[id] = ptr;
   }
 
-  void *ptrAtEnd(int id) const {
+  const void* ptrAtEnd(int id) const {
     auto it = ptr_at_end_.find(id);
     return it == ptr_at_end_.end() ? nullptr : it->second;
   }
@@ -276,7 +276,7 @@ class TensorBook {
     auto it = value_tensor_.find(value);
     return it == value_tensor_.end() ? -1 : it->second;
   }
-  void bindValue(const std::string& value, void* ptr) {
+  void bindValue(const std::string& value, const void* ptr) {
     auto it = live_.find(ptr);
     if (it != live_.end()) value_tensor_.emplace(value, it->second);
   }
@@ -310,8 +310,8 @@ class TensorBook {
   }
 
   Profile& profile_;
-  std::unordered_map<void*, int> live_;
-  std::unordered_map<int, void*> ptr_at_end_;
+  std::unordered_map<const void*, int> live_;
+  std::unordered_map<int, const void*> ptr_at_end_;
   std::unordered_map<std::string, int> value_tensor_;
 };
 
@@ -517,7 +517,7 @@ Profile recordProfile(const RecordOptions& options) {
     const Phase alloc_phase = profile.steps[t.alloc_step].phase;
     if (alloc_phase == Phase::Forward) t.producer_node = profile.steps[t.alloc_step].node;
     const bool alive_at_end = t.free_event == profile.event_count;
-    void* ptr = alive_at_end ? book.ptrAtEnd(t.id) : nullptr;
+    const void* ptr = alive_at_end ? book.ptrAtEnd(t.id) : nullptr;
     const Phase free_phase = alive_at_end ? Phase::Optimizer : profile.steps[t.free_step].phase;
     if (ptr && outcome.gradient_ptrs.count(ptr))
       t.category = Category::Gradient;

@@ -46,7 +46,7 @@ struct ObservedValue {
   int node = -1;
   int output_index = 0;
   int list_index = -1;           // position inside a Tensor[] output, -1 for a Tensor
-  void* storage_ptr = nullptr;
+  const void* storage_ptr = nullptr;
   std::vector<int64_t> shape;
   std::string dtype;
   int event_index = 0;           // number of events recorded before it

@@ -70,9 +70,10 @@ StoredSpecs readStoredSpecs(const std::string& model_path) {
     auto readRecord = [&](const std::string& name) -> std::string {
       // The archive's records live under "<archive name>/extra/<name>".
       for (const std::string& record : reader.getAllRecords()) {
-        if (record == "extra/" + name || record.size() > name.size() + 7 &&
-                                             record.compare(record.size() - name.size() - 7, std::string::npos,
-                                                            "/extra/" + name) == 0) {
+        const std::string suffix = "/extra/" + name;
+        const bool nested = record.size() > suffix.size() &&
+                            record.compare(record.size() - suffix.size(), std::string::npos, suffix) == 0;
+        if (record == "extra/" + name || nested) {
           auto [data, size] = reader.getRecord(record);
           return std::string(static_cast<const char*>(data.get()), size);
         }
