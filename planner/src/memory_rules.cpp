@@ -1,0 +1,120 @@
+#include "memory_rules.h"
+
+#include <algorithm>
+
+namespace acprof {
+
+SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
+  SegmentTiming timing;
+  timing.range = range;
+  int first_forward_step = -1, last_forward_step = -1;
+  for (int n = range.first_node; n <= range.last_node; ++n) {
+    const int bs = index.first_backward_step[n];
+    if (bs >= 0) {
+      if (timing.first_backward_step < 0 || bs < timing.first_backward_step) timing.first_backward_step = bs;
+      timing.last_backward_step = std::max(timing.last_backward_step, index.last_backward_step[n]);
+    }
+    const int fs = index.profile.nodes[n].forward_step;
+    if (fs >= 0) {
+      if (first_forward_step < 0) first_forward_step = fs;
+      last_forward_step = fs;
+    }
+  }
+  timing.has_backward = timing.first_backward_step >= 0 && first_forward_step >= 0;
+  if (!timing.has_backward) return timing;
+  timing.recompute_event = index.step_first_event[timing.first_backward_step];
+  timing.end_event = index.stepEndEvent(timing.last_backward_step);
+  timing.forward_first_event = index.step_first_event[first_forward_step];
+  timing.forward_end_event = index.stepEndEvent(last_forward_step);
+  return timing;
+}
+
+InsideRole insideRole(const ProfileIndex& index, int tensor, const SegmentTiming& segment) {
+  const TensorRecord& t = index.profile.tensors[tensor];
+  if (index.last_user_node[tensor] > segment.range.last_node || t.category == Category::Output ||
+      index.outlivesIteration(tensor))
+    return InsideRole::Output;
+  if (t.free_event >= segment.forward_first_event && t.free_event < segment.forward_end_event)
+    return InsideRole::Temporary;
+  if (t.free_step >= 0 && index.phaseOfStep(t.free_step) == Phase::Backward) return InsideRole::InternalActivation;
+  return InsideRole::HeldCopy;
+}
+
+RecomputeBlock recomputeBlock(const ProfileIndex& index, const SegmentTiming& segment) {
+  RecomputeBlock block;
+  if (!segment.has_backward) return block;
+  block.leaf = blockLeaf(segment.recompute_event);
+  const auto inside = [&](int tensor) {
+    const int producer = index.profile.tensors[tensor].producer_node;
+    return producer >= segment.range.first_node && producer <= segment.range.last_node;
+  };
+  CategoryBytes running{};
+  int64_t running_total = 0;
+  for (int e = segment.forward_first_event; e < segment.forward_end_event; ++e) {
+    bool replayed = false;
+    for (const int* t = index.tensors_allocated_at_event.begin(e); t != index.tensors_allocated_at_event.end(e); ++t) {
+      if (!inside(*t)) continue;
+      const TensorRecord& r = index.profile.tensors[*t];
+      running[static_cast<int>(r.category)] += r.bytes;
+      running_total += r.bytes;
+      replayed = true;
+    }
+    for (const int* t = index.tensors_freed_at_event.begin(e); t != index.tensors_freed_at_event.end(e); ++t) {
+      if (!inside(*t) || insideRole(index, *t, segment) != InsideRole::Temporary) continue;
+      const TensorRecord& r = index.profile.tensors[*t];
+      running[static_cast<int>(r.category)] -= r.bytes;
+      running_total -= r.bytes;
+      replayed = true;
+    }
+    if (replayed && (!block.has_events || running_total > block.rise_bytes)) {
+      block.rise_bytes = running_total;
+      block.rise_by_category = running;
+      block.has_events = true;
+    }
+  }
+  return block;
+}
+
+int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& decision, LeafInterval out[2]) {
+  const TensorRecord& t = index.profile.tensors[tensor];
+  const int E = index.event_count;
+  LeafInterval life{t.bytes, static_cast<int>(t.category), t.alloc_event < 0 ? 0 : eventLeaf(t.alloc_event),
+                    t.free_event >= E ? leafCount(E) : eventLeaf(t.free_event)};
+  int count = 0;
+  const SegmentTiming* own = t.producer_node >= 0 ? decision.segmentContaining(t.producer_node) : nullptr;
+  if (own && !own->has_backward) own = nullptr;
+  if (own) {
+    const int after_recompute = gapLeaf(own->recompute_event);
+    const int segment_end = blockLeaf(own->end_event);
+    LeafInterval copy{t.bytes, life.category, after_recompute, segment_end};
+    switch (insideRole(index, tensor, *own)) {
+      case InsideRole::Output:
+        if (t.free_step >= own->first_backward_step && t.free_step <= own->last_backward_step)
+          life.end_leaf = blockLeaf(own->recompute_event);
+        break;
+      case InsideRole::Temporary:
+        copy.end_leaf = copy.begin_leaf;  // lives only inside the block
+        break;
+      case InsideRole::InternalActivation: {
+        const int last_use_step = std::max(t.alloc_step, t.last_forward_use_step);
+        copy.end_leaf = life.end_leaf > after_recompute ? life.end_leaf : segment_end;
+        life.end_leaf = blockLeaf(index.stepEndEvent(last_use_step));
+        break;
+      }
+      case InsideRole::HeldCopy:
+        break;
+    }
+    if (copy.end_leaf > copy.begin_leaf) out[count++] = copy;
+  }
+  if (t.alloc_event >= 0) {
+    for (const int* it = t.users.data(); it != t.users.data() + t.users.size(); ++it) {
+      const SegmentTiming* reader = decision.segmentContaining(*it);
+      if (reader && reader != own && reader->has_backward)
+        life.end_leaf = std::max(life.end_leaf, blockLeaf(reader->end_event));
+    }
+  }
+  out[count++] = life;
+  return count;
+}
+
+}  // namespace acprof

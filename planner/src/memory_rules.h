@@ -1,0 +1,87 @@
+// What a checkpoint segment does to the lifetime of each tensor: the rules the
+// simulator (whole decisions) and the solvers' incremental peak tracker share,
+// so both measure with the same ruler.
+//
+// The timeline is a row of leaves. For each event e of the profile, 0 <= e <= E:
+//   3e     the recompute block that runs just before event e (its highest point);
+//          where no block runs it equals the gap below
+//   3e + 1 the gap just before event e, after any recompute block there
+//   3e + 2 just after event e (e < E)
+// A tensor occupies a half-open leaf interval. Its original life [alloc, free)
+// is [3a+2, 3f+2). Moving a free to "the end of step s" (or to any step
+// boundary) ends it at the boundary's block leaf 3e, so the memory is gone
+// before a recompute block there starts; a copy made by a recompute block
+// starts at the gap leaf 3e+1, after the block.
+//
+// For a segment S with backward steps Bwd(S) = [bs, be] (R = just before step
+// bs, End = just after step be), a tensor t produced inside S is:
+//   - an output if a node after S reads it, it is the model's output, or it
+//     outlives the iteration: forward life unchanged, except that a free inside
+//     [bs, be] moves to R (its downstream holders have let go by then); plus a
+//     copy made by the recompute, alive until End;
+//   - a temporary if it is freed among S's own forward events: unchanged, and
+//     replayed inside the recompute block;
+//   - an internal activation if it is freed in backward: freed at the end of its
+//     last forward use (no grad: nothing saves it), recomputed at R and freed at
+//     its original free (End if that came before R);
+//   - otherwise (held past forward by something outside the graph) a copy alive
+//     from R to End on top of an unchanged forward life.
+// A tensor read inside S but made outside (not static) lives at least until End:
+// the checkpoint holds its inputs until its backward returns.
+#pragma once
+
+#include <cstdint>
+
+#include "acprof/simulator.h"
+#include "profile_index.h"
+
+namespace acprof {
+
+inline int blockLeaf(int event) { return 3 * event; }
+inline int gapLeaf(int event) { return 3 * event + 1; }
+inline int eventLeaf(int event) { return 3 * event + 2; }
+inline int leafCount(int event_count) { return 3 * event_count + 2; }
+
+struct LeafInterval {
+  int64_t bytes = 0;
+  int category = 0;
+  int begin_leaf = 0;  // inclusive
+  int end_leaf = 0;    // exclusive
+};
+
+struct SegmentTiming {
+  NodeRange range;
+  bool has_backward = false;  // false: no backward step to recompute for; it changes nothing
+  int first_backward_step = -1;
+  int last_backward_step = -1;
+  int recompute_event = 0;  // the recompute block runs in the gap before this event
+  int end_event = 0;        // the checkpoint's backward has returned by the gap before this event
+  int forward_first_event = 0;  // the segment's forward steps cover [forward_first_event, forward_end_event)
+  int forward_end_event = 0;
+};
+
+SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range);
+
+enum class InsideRole { Output, Temporary, InternalActivation, HeldCopy };
+InsideRole insideRole(const ProfileIndex& index, int tensor, const SegmentTiming& segment);
+
+// The recompute block's highest point above the memory live just before it.
+struct RecomputeBlock {
+  bool has_events = false;
+  int leaf = 0;
+  int64_t rise_bytes = 0;
+  CategoryBytes rise_by_category{};
+};
+RecomputeBlock recomputeBlock(const ProfileIndex& index, const SegmentTiming& segment);
+
+// Answers which segment of a decision holds a node.
+class DecisionView {
+ public:
+  virtual ~DecisionView() = default;
+  virtual const SegmentTiming* segmentContaining(int node) const = 0;
+};
+
+// Writes the one or two intervals a tensor occupies under a decision; returns how many.
+int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& decision, LeafInterval out[2]);
+
+}  // namespace acprof

@@ -1,0 +1,148 @@
+#include "peak_tracker.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace acprof {
+namespace {
+
+// Padding leaves never win the maximum.
+constexpr int64_t kNeverPeak = std::numeric_limits<int64_t>::min() / 4;
+
+class EmptyDecision : public DecisionView {
+ public:
+  const SegmentTiming* segmentContaining(int) const override { return nullptr; }
+};
+
+std::vector<int64_t> emptyDecisionLeaves(const ProfileIndex& index) {
+  const int leaves = leafCount(index.event_count);
+  std::vector<int64_t> delta(leaves + 1, 0);
+  const EmptyDecision none;
+  LeafInterval intervals[2];
+  for (int t = 0; t < static_cast<int>(index.profile.tensors.size()); ++t) {
+    const int count = tensorIntervals(index, t, none, intervals);
+    for (int i = 0; i < count; ++i) {
+      delta[intervals[i].begin_leaf] += intervals[i].bytes;
+      delta[intervals[i].end_leaf] -= intervals[i].bytes;
+    }
+  }
+  std::vector<int64_t> live(leaves);
+  int64_t running = 0;
+  for (int leaf = 0; leaf < leaves; ++leaf) live[leaf] = running += delta[leaf];
+  return live;
+}
+
+}  // namespace
+
+MaxSegmentTree::MaxSegmentTree(const std::vector<int64_t>& leaf_values) {
+  while (size_ < static_cast<int>(leaf_values.size())) size_ *= 2;
+  max_.assign(2 * size_, kNeverPeak);
+  add_.assign(2 * size_, 0);
+  for (size_t i = 0; i < leaf_values.size(); ++i) max_[size_ + i] = add_[size_ + i] = leaf_values[i];
+  for (int node = size_ - 1; node >= 1; --node) max_[node] = std::max(max_[2 * node], max_[2 * node + 1]);
+}
+
+void MaxSegmentTree::add(int begin, int end, int64_t delta) {
+  if (begin < end && delta != 0) add(1, 0, size_, begin, end, delta);
+}
+
+void MaxSegmentTree::add(int node, int node_begin, int node_end, int begin, int end, int64_t delta) {
+  if (end <= node_begin || node_end <= begin) return;
+  if (begin <= node_begin && node_end <= end) {
+    max_[node] += delta;
+    add_[node] += delta;
+    return;
+  }
+  const int middle = (node_begin + node_end) / 2;
+  add(2 * node, node_begin, middle, begin, end, delta);
+  add(2 * node + 1, middle, node_end, begin, end, delta);
+  max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
+}
+
+int MaxSegmentTree::leftmostMaxLeaf() const {
+  int node = 1;
+  int64_t target = max_[1];
+  while (node < size_) {
+    target -= add_[node];
+    node = max_[2 * node] == target ? 2 * node : 2 * node + 1;
+  }
+  return node - size_;
+}
+
+int64_t MaxSegmentTree::valueAt(int leaf) const {
+  int64_t value = 0;
+  for (int node = size_ + leaf; node >= 1; node /= 2) value += add_[node];
+  return value;
+}
+
+PeakTracker::PeakTracker(const ProfileIndex& index)
+    : index_(index),
+      intervals_(index.profile.tensors.size()),
+      interval_count_(index.profile.tensors.size(), 0),
+      dropped_(index.profile.tensors.size(), 0),
+      touched_stamp_(index.profile.tensors.size(), 0),
+      tree_(emptyDecisionLeaves(index)) {
+  for (int t = 0; t < static_cast<int>(intervals_.size()); ++t)
+    interval_count_[t] = tensorIntervals(index, t, *this, intervals_[t].data());
+}
+
+const SegmentTiming* PeakTracker::segmentContaining(int node) const {
+  auto it = segments_.upper_bound(node);
+  if (it == segments_.begin()) return nullptr;
+  --it;
+  return it->second.range.last_node >= node ? &it->second : nullptr;
+}
+
+RecomputeDecision PeakTracker::decision() const {
+  RecomputeDecision out;
+  for (const auto& [first, timing] : segments_) out.push_back(timing.range);
+  return out;
+}
+
+void PeakTracker::applyTensor(int tensor, int sign) {
+  for (int i = 0; i < interval_count_[tensor]; ++i) {
+    const LeafInterval& interval = intervals_[tensor][i];
+    tree_.add(interval.begin_leaf, interval.end_leaf, sign * interval.bytes);
+  }
+}
+
+void PeakTracker::applyBlock(const RecomputeBlock& block, int sign) {
+  if (block.has_events) tree_.add(block.leaf, block.leaf + 1, sign * block.rise_bytes);
+}
+
+void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vector<NodeRange>& added) {
+  // Only tensors made or read by the changed nodes can change their intervals.
+  ++stamp_;
+  std::vector<int> touched;
+  auto touchNodes = [&](const NodeRange& r) {
+    for (int n = r.first_node; n <= r.last_node; ++n) {
+      for (const int* t = index_.tensors_produced_by_node.begin(n); t != index_.tensors_produced_by_node.end(n); ++t)
+        if (touched_stamp_[*t] != stamp_) touched_stamp_[*t] = stamp_, touched.push_back(*t);
+      for (const int* t = index_.tensors_used_by_node.begin(n); t != index_.tensors_used_by_node.end(n); ++t)
+        if (touched_stamp_[*t] != stamp_) touched_stamp_[*t] = stamp_, touched.push_back(*t);
+    }
+  };
+  for (const NodeRange& r : removed) touchNodes(r);
+  for (const NodeRange& r : added) touchNodes(r);
+  for (int t : touched) applyTensor(t, -1);
+  for (const NodeRange& r : removed) {
+    applyBlock(blocks_.at(r.first_node), -1);
+    blocks_.erase(r.first_node);
+    segments_.erase(r.first_node);
+  }
+  for (const NodeRange& r : added) {
+    const SegmentTiming timing = segmentTiming(index_, r);
+    segments_[r.first_node] = timing;
+    blocks_[r.first_node] = recomputeBlock(index_, timing);
+    applyBlock(blocks_[r.first_node], +1);
+  }
+  for (int t : touched) {
+    interval_count_[t] = tensorIntervals(index_, t, *this, intervals_[t].data());
+    applyTensor(t, +1);
+    const int producer = index_.profile.tensors[t].producer_node;
+    const SegmentTiming* own = producer >= 0 ? segmentContaining(producer) : nullptr;
+    dropped_[t] = own && own->has_backward && insideRole(index_, t, *own) == InsideRole::InternalActivation;
+  }
+}
+
+}  // namespace acprof

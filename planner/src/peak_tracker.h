@@ -1,0 +1,65 @@
+// The peak under a decision that changes one segment at a time: what the
+// greedy solvers ask after every trial. A max segment tree over the leaves of
+// memory_rules.h holds live bytes; changing a segment re-applies only the
+// intervals of the tensors it produces or reads and its recompute block, so a
+// trial costs O(segment size * log leaves) instead of a full replay.
+#pragma once
+
+#include <array>
+#include <map>
+#include <vector>
+
+#include "memory_rules.h"
+
+namespace acprof {
+
+// Range add, global max with its leftmost leaf, point value.
+class MaxSegmentTree {
+ public:
+  explicit MaxSegmentTree(const std::vector<int64_t>& leaf_values);
+  void add(int begin, int end, int64_t delta);  // [begin, end)
+  int64_t max() const { return max_[1]; }
+  int leftmostMaxLeaf() const;
+  int64_t valueAt(int leaf) const;
+
+ private:
+  void add(int node, int node_begin, int node_end, int begin, int end, int64_t delta);
+  int size_ = 1;
+  std::vector<int64_t> max_;    // max of the subtree, including add_ of this node
+  std::vector<int64_t> add_;    // pending addition to the whole subtree
+};
+
+class PeakTracker : public DecisionView {
+ public:
+  explicit PeakTracker(const ProfileIndex& index);  // starts from the empty decision
+
+  int64_t peakBytes() const { return tree_.max(); }
+  int peakLeaf() const { return tree_.leftmostMaxLeaf(); }
+  int64_t liveBytesAt(int leaf) const { return tree_.valueAt(leaf); }
+
+  // Takes `removed` (segments of the current decision) out and puts `added` in.
+  void replace(const std::vector<NodeRange>& removed, const std::vector<NodeRange>& added);
+
+  const std::map<int, SegmentTiming>& segments() const { return segments_; }
+  RecomputeDecision decision() const;
+  const SegmentTiming* segmentContaining(int node) const override;
+
+  bool isDropped(int tensor) const { return dropped_[tensor]; }
+  const LeafInterval& forwardLife(int tensor) const { return intervals_[tensor][interval_count_[tensor] - 1]; }
+
+ private:
+  void applyTensor(int tensor, int sign);
+  void applyBlock(const RecomputeBlock& block, int sign);
+
+  const ProfileIndex& index_;
+  std::map<int, SegmentTiming> segments_;    // by first node
+  std::map<int, RecomputeBlock> blocks_;     // by the segment's first node
+  std::vector<std::array<LeafInterval, 2>> intervals_;
+  std::vector<int> interval_count_;
+  std::vector<char> dropped_;
+  std::vector<int> touched_stamp_;
+  int stamp_ = 0;
+  MaxSegmentTree tree_;
+};
+
+}  // namespace acprof

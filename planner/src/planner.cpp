@@ -1,0 +1,58 @@
+#include "acprof/planner.h"
+
+#include <fmt/format.h>
+
+#include "acprof/budget.h"
+
+namespace acprof {
+
+Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, int64_t budget_bytes,
+                      const SolverResult& solution) {
+  const Profile& profile = simulator.profile();
+  Plan plan;
+  plan.model_sha256 = profile.meta.model_sha256;
+  plan.model_path = profile.meta.model_path;
+  plan.profile_path = request.profile_path;
+  plan.solver = request.solver;
+  plan.budget_text = request.budget_text;
+  plan.budget_bytes = budget_bytes;
+  plan.baseline_peak_bytes = simulator.simulate({}).peak_bytes;
+  plan.predicted_peak_bytes = solution.simulation.peak_bytes;
+  plan.predicted_peak_step = solution.simulation.peak_step;
+  for (const Step& step : profile.steps) plan.baseline_iteration_time_us += step.time_us;
+  plan.extra_time_us = solution.simulation.extra_time_us;
+  for (const NodeRange& range : solution.decision) plan.segments.push_back(simulator.describeSegment(range));
+  plan.predicted_timeline = solution.simulation.timeline;
+  return plan;
+}
+
+Plan planRecompute(const Profile& profile, const PlanRequest& request) {
+  const Simulator simulator(profile);
+  const int64_t baseline_peak_bytes = simulator.simulate({}).peak_bytes;
+  const int64_t budget_bytes = parseBudget(request.budget_text, baseline_peak_bytes);
+  const SolverResult solution = solveRecompute(simulator, request.solver, budget_bytes);
+  return planFromSolution(simulator, request, budget_bytes, solution);
+}
+
+std::string planSummaryText(const Plan& plan) {
+  const int64_t saved = plan.baseline_peak_bytes - plan.predicted_peak_bytes;
+  const double saved_percent =
+      plan.baseline_peak_bytes > 0 ? 100.0 * static_cast<double>(saved) / static_cast<double>(plan.baseline_peak_bytes)
+                                   : 0.0;
+  const double extra_percent =
+      plan.baseline_iteration_time_us > 0 ? 100.0 * plan.extra_time_us / plan.baseline_iteration_time_us : 0.0;
+  std::string text;
+  text += fmt::format("{:<16}{}\n", "solver", plan.solver);
+  text += fmt::format("{:<16}{} ({} B)\n", "budget", formatBytes(plan.budget_bytes), plan.budget_bytes);
+  text += fmt::format("{:<16}{} ({} B)\n", "baseline peak", formatBytes(plan.baseline_peak_bytes),
+                      plan.baseline_peak_bytes);
+  text += fmt::format("{:<16}{} ({} B) at step {}\n", "predicted peak", formatBytes(plan.predicted_peak_bytes),
+                      plan.predicted_peak_bytes, plan.predicted_peak_step);
+  text += fmt::format("{:<16}{} ({:.1f} %)\n", "saving", formatBytes(saved), saved_percent);
+  text += fmt::format("{:<16}{:.3f} ms ({:.1f} % of a {:.3f} ms iteration)\n", "extra time",
+                      plan.extra_time_us / 1000.0, extra_percent, plan.baseline_iteration_time_us / 1000.0);
+  text += fmt::format("{:<16}{}\n", "segments", plan.segments.size());
+  return text;
+}
+
+}  // namespace acprof

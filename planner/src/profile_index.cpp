@@ -1,0 +1,74 @@
+#include "profile_index.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+namespace acprof {
+
+FlatLists FlatLists::fromLists(const std::vector<std::vector<int>>& lists) {
+  FlatLists flat;
+  flat.offsets.reserve(lists.size() + 1);
+  for (const std::vector<int>& list : lists) {
+    flat.items.insert(flat.items.end(), list.begin(), list.end());
+    flat.offsets.push_back(static_cast<int>(flat.items.size()));
+  }
+  return flat;
+}
+
+ProfileIndex::ProfileIndex(const Profile& p)
+    : profile(p),
+      event_count(p.event_count),
+      node_count(static_cast<int>(p.nodes.size())),
+      step_count(static_cast<int>(p.steps.size())) {
+  step_first_event.reserve(step_count + 1);
+  for (const Step& s : p.steps) step_first_event.push_back(s.first_event);
+  step_first_event.push_back(event_count);
+
+  std::vector<std::vector<int>> produced(node_count), used(node_count), allocated(event_count), freed(event_count);
+  last_user_node.assign(p.tensors.size(), -1);
+  for (const TensorRecord& t : p.tensors) {
+    if (t.producer_node >= 0) produced[t.producer_node].push_back(t.id);
+    for (int user : t.users) {
+      used[user].push_back(t.id);
+      last_user_node[t.id] = std::max(last_user_node[t.id], user);
+    }
+    if (t.alloc_event >= 0 && t.alloc_event < event_count) allocated[t.alloc_event].push_back(t.id);
+    if (t.free_event < event_count) freed[t.free_event].push_back(t.id);
+  }
+  for (std::vector<int>& list : produced)
+    std::stable_sort(list.begin(), list.end(),
+                     [&](int a, int b) { return p.tensors[a].alloc_event < p.tensors[b].alloc_event; });
+  for (std::vector<int>& list : used) list.erase(std::unique(list.begin(), list.end()), list.end());
+  tensors_produced_by_node = FlatLists::fromLists(produced);
+  tensors_used_by_node = FlatLists::fromLists(used);
+  tensors_allocated_at_event = FlatLists::fromLists(allocated);
+  tensors_freed_at_event = FlatLists::fromLists(freed);
+
+  std::unordered_map<std::string, int> value_producer;
+  for (const ForwardNode& n : p.nodes)
+    for (const std::string& v : n.outputs) value_producer[v] = n.id;
+
+  first_backward_step.assign(node_count, -1);
+  last_backward_step.assign(node_count, -1);
+  mutation_floor_node.assign(node_count, INT_MAX);
+  uncuttable_before.assign(node_count + 1, 0);
+  running_before.assign(node_count + 1, 0);
+  for (const ForwardNode& n : p.nodes) {
+    for (int s : n.backward_steps) {
+      if (first_backward_step[n.id] < 0 || s < first_backward_step[n.id]) first_backward_step[n.id] = s;
+      last_backward_step[n.id] = std::max(last_backward_step[n.id], s);
+    }
+    for (const std::string& v : n.mutated_inputs) {
+      auto it = value_producer.find(v);
+      const int producer = it == value_producer.end() ? -1 : it->second;
+      // The rewriter clones module buffers for the recompute, so writing one is safe.
+      if (producer >= 0 && p.nodes[producer].kind == "prim::GetAttr") continue;
+      mutation_floor_node[n.id] = std::min(mutation_floor_node[n.id], producer);
+    }
+    uncuttable_before[n.id + 1] = uncuttable_before[n.id] + (n.cuttable ? 0 : 1);
+    running_before[n.id + 1] = running_before[n.id] + (n.forward_step >= 0 ? 1 : 0);
+  }
+}
+
+}  // namespace acprof

@@ -1,0 +1,56 @@
+// Lookups over a profile that the simulator and every solver need, built once
+// so that simulating a decision never searches the profile.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <vector>
+
+#include "acprof/profile_format.h"
+
+namespace acprof {
+
+// A list of lists stored flat: item i owns [offsets[i], offsets[i+1]).
+struct FlatLists {
+  std::vector<int> offsets{0};
+  std::vector<int> items;
+  const int* begin(int i) const { return items.data() + offsets[i]; }
+  const int* end(int i) const { return items.data() + offsets[i + 1]; }
+  static FlatLists fromLists(const std::vector<std::vector<int>>& lists);
+};
+
+class ProfileIndex {
+ public:
+  explicit ProfileIndex(const Profile& profile);
+
+  const Profile& profile;
+  int event_count = 0;
+  int node_count = 0;
+  int step_count = 0;
+
+  // First event of each step, plus event_count for "after the last step".
+  std::vector<int> step_first_event;
+  int stepEndEvent(int step) const { return step_first_event[step + 1]; }
+
+  FlatLists tensors_produced_by_node;  // producer_node == node, by alloc event
+  FlatLists tensors_used_by_node;      // node is in the tensor's users
+  FlatLists tensors_allocated_at_event;
+  FlatLists tensors_freed_at_event;
+  std::vector<int> last_user_node;     // per tensor, -1 if no forward node reads it
+
+  // Per node: first/last backward step it created (-1: none).
+  std::vector<int> first_backward_step;
+  std::vector<int> last_backward_step;
+  // Per node: the smallest node id that produced a value it writes in place,
+  // module buffers (prim::GetAttr) excepted; -1 for a graph input; INT_MAX if none.
+  std::vector<int> mutation_floor_node;
+  // Prefix counts over nodes: [0, i) has uncuttable_before[i] uncuttable nodes.
+  std::vector<int> uncuttable_before;
+  std::vector<int> running_before;     // nodes with forward_step >= 0
+
+  bool isStatic(int tensor) const { return profile.tensors[tensor].alloc_event < 0; }
+  bool outlivesIteration(int tensor) const { return profile.tensors[tensor].free_event >= event_count; }
+  Phase phaseOfStep(int step) const { return profile.steps[step].phase; }
+};
+
+}  // namespace acprof

@@ -1,0 +1,199 @@
+#include "acprof/simulator.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "memory_rules.h"
+#include "profile_index.h"
+
+namespace acprof {
+namespace {
+
+// A whole decision laid out for lookups: node -> its segment's timing.
+class DecisionLayout : public DecisionView {
+ public:
+  DecisionLayout(const ProfileIndex& index, const RecomputeDecision& decision)
+      : segment_of_node_(index.node_count, -1) {
+    for (size_t i = 0; i < decision.size(); ++i) {
+      const NodeRange& r = decision[i];
+      if (r.first_node < 0 || r.last_node < r.first_node || r.last_node >= index.node_count)
+        throw std::invalid_argument(fmt::format("segment [{}, {}] is not a range of the profile's {} nodes",
+                                                r.first_node, r.last_node, index.node_count));
+      if (i > 0 && r.first_node <= decision[i - 1].last_node)
+        throw std::invalid_argument(fmt::format("segments [{}, {}] and [{}, {}] overlap or are out of order",
+                                                decision[i - 1].first_node, decision[i - 1].last_node,
+                                                r.first_node, r.last_node));
+      timings_.push_back(segmentTiming(index, r));
+      std::fill(segment_of_node_.begin() + r.first_node, segment_of_node_.begin() + r.last_node + 1,
+                static_cast<int>(i));
+    }
+  }
+  const SegmentTiming* segmentContaining(int node) const override {
+    const int s = segment_of_node_[node];
+    return s < 0 ? nullptr : &timings_[s];
+  }
+  const std::vector<SegmentTiming>& timings() const { return timings_; }
+
+ private:
+  std::vector<SegmentTiming> timings_;
+  std::vector<int> segment_of_node_;
+};
+
+int64_t total(const CategoryBytes& bytes) {
+  int64_t sum = 0;
+  for (int64_t b : bytes) sum += b;
+  return sum;
+}
+
+// Live bytes per leaf under a decision, per category at the leaves we report.
+struct LeafTimeline {
+  std::vector<int64_t> live_bytes;       // per leaf
+  int peak_leaf = 0;                     // leftmost maximum, as timelineFromTensors picks the first
+  CategoryBytes peak_breakdown{};
+  std::vector<RecomputeBlock> blocks;    // per segment of the decision
+  std::vector<int> block_step;           // the step each block runs before
+};
+
+LeafTimeline replay(const ProfileIndex& index, const DecisionLayout& layout) {
+  const int leaves = leafCount(index.event_count);
+  std::vector<CategoryBytes> delta(leaves + 1, CategoryBytes{});
+  LeafInterval intervals[2];
+  for (int t = 0; t < static_cast<int>(index.profile.tensors.size()); ++t) {
+    const int count = tensorIntervals(index, t, layout, intervals);
+    for (int i = 0; i < count; ++i) {
+      delta[intervals[i].begin_leaf][intervals[i].category] += intervals[i].bytes;
+      delta[intervals[i].end_leaf][intervals[i].category] -= intervals[i].bytes;
+    }
+  }
+  LeafTimeline out;
+  for (const SegmentTiming& timing : layout.timings()) {
+    const RecomputeBlock block = recomputeBlock(index, timing);
+    out.blocks.push_back(block);
+    out.block_step.push_back(timing.first_backward_step);
+    if (!block.has_events) continue;
+    for (int c = 0; c < kCategoryCount; ++c) {
+      delta[block.leaf][c] += block.rise_by_category[c];
+      delta[block.leaf + 1][c] -= block.rise_by_category[c];
+    }
+  }
+  out.live_bytes.resize(leaves);
+  CategoryBytes running{};
+  for (int leaf = 0; leaf < leaves; ++leaf) {
+    for (int c = 0; c < kCategoryCount; ++c) running[c] += delta[leaf][c];
+    out.live_bytes[leaf] = total(running);
+    if (leaf == 0 || out.live_bytes[leaf] > out.live_bytes[out.peak_leaf]) {
+      out.peak_leaf = leaf;
+      out.peak_breakdown = running;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Simulator::Simulator(const Profile& profile) : index_(std::make_unique<ProfileIndex>(profile)) {}
+Simulator::~Simulator() = default;
+
+const Profile& Simulator::profile() const { return index_->profile; }
+
+SimulationResult Simulator::simulate(const RecomputeDecision& decision) const {
+  const ProfileIndex& index = *index_;
+  const DecisionLayout layout(index, decision);
+  const LeafTimeline replayed = replay(index, layout);
+  const std::vector<int64_t>& live = replayed.live_bytes;
+
+  SimulationResult result;
+  result.peak_bytes = live[replayed.peak_leaf];
+  result.peak_breakdown = replayed.peak_breakdown;
+  const int peak_event = replayed.peak_leaf / 3;
+  const bool peak_on_block_leaf = replayed.peak_leaf % 3 == 0;
+  // Leaves 0 and 1 hold only what was live before the first event: step 0, as timelineFromTensors says.
+  if (index.step_count > 0)
+    result.peak_step = replayed.peak_leaf < 2 ? 0 : stepOfEvent(index.profile, peak_event);
+
+  // One point per step (its gap leaf and event leaves), one per recompute block before its step.
+  std::unordered_map<int, size_t> block_of_step;
+  for (size_t b = 0; b < replayed.blocks.size(); ++b)
+    if (replayed.blocks[b].has_events) block_of_step[replayed.block_step[b]] = b;
+  for (int s = 0; s < index.step_count; ++s) {
+    if (auto it = block_of_step.find(s); it != block_of_step.end()) {
+      const int64_t block_peak = live[replayed.blocks[it->second].leaf];
+      result.timeline.push_back(TimelinePoint{s, true, block_peak});
+      if (peak_on_block_leaf && replayed.blocks[it->second].leaf == replayed.peak_leaf) {
+        result.peak_step = s;
+        result.peak_in_recompute = true;
+      }
+    }
+    const int first = gapLeaf(index.step_first_event[s]);
+    const int last = std::max(first, blockLeaf(index.stepEndEvent(s)) - 1);
+    result.timeline.push_back(
+        TimelinePoint{s, false, *std::max_element(live.begin() + first, live.begin() + last + 1)});
+  }
+  for (const SegmentTiming& timing : layout.timings())
+    if (timing.has_backward)
+      for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
+        result.extra_time_us += index.profile.nodes[n].forward_time_us;
+  return result;
+}
+
+std::vector<int64_t> Simulator::liveBytesPerEvent(const RecomputeDecision& decision) const {
+  const DecisionLayout layout(*index_, decision);
+  const LeafTimeline replayed = replay(*index_, layout);
+  std::vector<int64_t> live(index_->event_count);
+  for (int e = 0; e < index_->event_count; ++e) live[e] = replayed.live_bytes[eventLeaf(e)];
+  return live;
+}
+
+std::string Simulator::segmentProblem(const NodeRange& r) const {
+  const ProfileIndex& index = *index_;
+  if (r.first_node < 0 || r.last_node < r.first_node || r.last_node >= index.node_count)
+    return fmt::format("[{}, {}] is not a range of the profile's {} nodes", r.first_node, r.last_node,
+                       index.node_count);
+  if (index.uncuttable_before[r.last_node + 1] != index.uncuttable_before[r.first_node])
+    return fmt::format("[{}, {}] contains a node that cannot be cut (control flow or a side effect)", r.first_node,
+                       r.last_node);
+  if (index.running_before[r.last_node + 1] == index.running_before[r.first_node])
+    return fmt::format("[{}, {}] contains no node that runs", r.first_node, r.last_node);
+  for (int n = r.first_node; n <= r.last_node; ++n)
+    if (index.mutation_floor_node[n] < r.first_node)
+      return fmt::format("node {} ({}) writes in place to a value made outside [{}, {}]; a recompute would "
+                         "write it twice",
+                         n, index.profile.nodes[n].kind, r.first_node, r.last_node);
+  return "";
+}
+
+SegmentCut Simulator::describeSegment(const NodeRange& r) const {
+  const ProfileIndex& index = *index_;
+  const std::vector<ForwardNode>& nodes = index.profile.nodes;
+  SegmentCut cut;
+  cut.first_node = r.first_node;
+  cut.last_node = r.last_node;
+  std::unordered_set<std::string> defined_inside, listed_inputs, listed_outputs;
+  for (int n = r.first_node; n <= r.last_node; ++n) {
+    for (const std::string& v : nodes[n].inputs)
+      if (!defined_inside.count(v) && listed_inputs.insert(v).second) cut.input_values.push_back(v);
+    for (const std::string& v : nodes[n].outputs) defined_inside.insert(v);
+    cut.recompute_time_us += nodes[n].forward_time_us;
+  }
+  for (int n = r.last_node + 1; n < index.node_count; ++n)
+    for (const std::string& v : nodes[n].inputs)
+      if (defined_inside.count(v) && listed_outputs.insert(v).second) cut.output_values.push_back(v);
+  const SegmentTiming timing = segmentTiming(index, r);
+  if (!timing.has_backward) {
+    cut.recompute_time_us = 0;  // its backward never runs, so nothing is recomputed
+    return cut;
+  }
+  for (int n = r.first_node; n <= r.last_node; ++n)
+    for (const int* t = index.tensors_produced_by_node.begin(n); t != index.tensors_produced_by_node.end(n); ++t)
+      if (insideRole(index, *t, timing) == InsideRole::InternalActivation) {
+        cut.dropped_tensors.push_back(*t);
+        cut.dropped_bytes += index.profile.tensors[*t].bytes;
+      }
+  return cut;
+}
+
+}  // namespace acprof
