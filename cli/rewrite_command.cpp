@@ -1,8 +1,119 @@
-// Placeholder until the rewrite stage lands; replaced by its owner.
-#include <stdexcept>
+// acprof rewrite: apply a plan to its model, verify, re-profile, report.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "acprof/plan_format.h"
+#include "acprof/profile_format.h"
+#include "acprof/rewriter.h"
+#include "acprof/viz.h"
 #include "commands.h"
+#include "output_paths.h"
+
 namespace acprof::cli {
-void addRewriteCommand(CLI::App& app) {
-  app.add_subcommand("rewrite", "not built yet")->callback([] { throw std::runtime_error("'rewrite' is not built yet"); });
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RewriteArgs {
+  std::vector<std::string> files;  // [model.pt] [plan.json], in either order
+  std::string output;
+  bool no_verify = false;
+  std::string report_dir;
+};
+
+// A .json argument is the plan, anything else the model.
+void splitFileArguments(const std::vector<std::string>& files, std::string& model_path, std::string& plan_path) {
+  for (const std::string& file : files) {
+    std::string& slot = fs::path(file).extension() == ".json" ? plan_path : model_path;
+    if (!slot.empty()) {
+      throw std::runtime_error(fmt::format("'{}' and '{}' are both {}; pass one model and one plan.json", slot, file,
+                                           &slot == &plan_path ? "plans" : "models"));
+    }
+    slot = file;
+  }
+  if (plan_path.empty()) plan_path = "plan.json";
 }
+
+std::string verificationLine(const VerificationResult& v) {
+  if (v.bitwise_equal) {
+    return fmt::format("verified: loss, {} gradients and {} buffers equal the original's bit for bit "
+                       "(max abs diff 0)",
+                       v.gradients_compared, v.buffers_compared);
+  }
+  return fmt::format("verified within tolerance: max abs diff loss {:.3g}, gradients {:.3g}, buffers {:.3g}",
+                     v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff);
+}
+
+std::string peakLine(const Plan& plan, const Profile& before, const Profile& after) {
+  const int64_t measured = after.summary.peak_bytes;
+  const double error = measured > 0 ? 100.0 * double(plan.predicted_peak_bytes - measured) / double(measured) : 0;
+  return fmt::format("peak: before {}, predicted {}, measured {} ({:+.1f}% error), budget {}",
+                     formatBytes(before.summary.peak_bytes), formatBytes(plan.predicted_peak_bytes),
+                     formatBytes(measured), error, formatBytes(plan.budget_bytes));
+}
+
+void runRewrite(const RewriteArgs& args) {
+  std::string model_path, plan_path;
+  splitFileArguments(args.files, model_path, plan_path);
+  const Plan plan = readPlanFile(plan_path);
+  if (model_path.empty()) model_path = plan.model_path;
+
+  RewriteOptions options;
+  options.model_path = model_path;
+  options.output_path = args.output.empty() ? defaultRewrittenPath(model_path) : args.output;
+  options.verify = !args.no_verify;
+  if (::isatty(STDERR_FILENO))
+    options.progress = [](const std::string& line) { std::cerr << "acprof: " << line << std::endl; };
+
+  const bool has_profile = !plan.profile_path.empty() && fs::exists(plan.profile_path);
+  const fs::path report_dir = args.report_dir.empty() ? fs::absolute(options.output_path).parent_path()
+                                                      : fs::path(args.report_dir);
+  const std::string before_path = (report_dir / "profile.before.json").string();
+  const std::string after_path = (report_dir / "profile.after.json").string();
+  const std::string html_path = (report_dir / "report.html").string();
+  const std::vector<std::string> inputs = {model_path, plan_path, plan.profile_path};
+  checkOutputPath(options.output_path, inputs);
+  if (has_profile) {
+    for (const std::string& path : {before_path, after_path, html_path}) checkOutputPath(path, inputs);
+  }
+
+  const RewriteResult result = rewriteModelFile(plan, options);
+  std::cout << fmt::format("rewrote {} segment(s) of {} into {}\n", result.segment_count, result.model_path,
+                           result.output_path);
+  if (result.verification) std::cout << verificationLine(*result.verification) << "\n";
+  else std::cout << "not verified (--no-verify)\n";
+
+  if (!has_profile) {
+    std::cout << fmt::format("no before/after report: the plan's profile '{}' is missing\n", plan.profile_path);
+    return;
+  }
+  const Profile before = readProfileFile(plan.profile_path);
+  if (options.progress) options.progress("re-profiling the rewritten model");
+  const Profile after = profileRewrittenModel(before.meta, result.output_path, options.progress);
+  writeProfileFile(before, before_path);
+  writeProfileFile(after, after_path);
+  writeFileAtomically(html_path, renderComparisonHtml(before, after, &plan));
+  std::cout << peakLine(plan, before, after) << "\n";
+  std::cout << fmt::format("wrote {}, {}, {}\n", before_path, after_path, html_path);
+}
+
+}  // namespace
+
+void addRewriteCommand(CLI::App& app) {
+  auto args = std::make_shared<RewriteArgs>();
+  CLI::App* command = app.add_subcommand(
+      "rewrite", "Apply plan.json to its model: checkpointed TorchScript model, verification, before/after report");
+  command->add_option("files", args->files, "[model.pt] [plan.json] (default: plan.json, and the plan's model)")
+      ->expected(0, 2);
+  command->add_option("-o,--output", args->output, "rewritten model (default: <model>.ckpt.pt beside the model)");
+  command->add_flag("--no-verify", args->no_verify, "skip the training-step comparison with the original");
+  command->add_option("--report-dir", args->report_dir,
+                      "where profile.before.json, profile.after.json and report.html go (default: the output's directory)");
+  command->callback([args] { runRewrite(*args); });
+}
+
 }  // namespace acprof::cli

@@ -1,0 +1,89 @@
+// The rewriter: turns a plan into a TorchScript model that recomputes the
+// planned activations, and proves it trains like the original.
+//
+// Each planned segment (a contiguous range of top-level nodes of the inlined
+// forward graph, numbered as in profile.json) becomes one call of
+// acprof::checkpoint, whose runtime is libacprof_ops.so. Guarantees:
+//   - the plan must have been made for this very model file (same sha256) and
+//     name the graph's values as the model has them, or nothing is written;
+//   - the output is an ordinary TorchScript archive (torch.jit.load after
+//     torch.ops.load_library("libacprof_ops.so"));
+//   - unless verification is turned off, the rewritten model is only written
+//     (atomically) after one training step on it gave the same loss, gradients
+//     and buffers as the original, compared bit for bit.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <torch/script.h>
+
+#include "acprof/plan_format.h"
+#include "acprof/profile_format.h"
+#include "acprof/training_step.h"
+
+namespace acprof {
+
+// A problem the user can fix (wrong plan, wrong model, output path); one line.
+class RewriteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Loads the model at `model_path` and replaces the plan's segments with
+// checkpoint calls. Does not check the plan's sha256; rewriteModelFile does.
+torch::jit::Module checkpointedModel(const std::string& model_path, const Plan& plan);
+
+// How one training step of the rewritten model compared with the original.
+struct VerificationResult {
+  double loss_abs_diff = 0;
+  double max_gradient_abs_diff = 0;
+  double max_buffer_abs_diff = 0;
+  size_t gradients_compared = 0;
+  size_t buffers_compared = 0;
+  bool bitwise_equal = false;  // loss, every gradient and every buffer
+};
+
+// Runs one training step (same inputs, same seed) on fresh loads of both files.
+VerificationResult verifyRewrite(const std::string& original_path, const std::string& rewritten_path,
+                                 const StepConfig& config);
+
+// The training step a profile measured, for verification and re-profiling.
+StepConfig stepConfigOfProfile(const ProfileMeta& meta);
+
+struct RewriteOptions {
+  std::string model_path;   // empty: the plan's model_path
+  std::string output_path;  // empty: <model stem>.ckpt.pt beside the model
+  bool verify = true;
+  // Maximum abs difference accepted; 0 demands bitwise equality (CPU). CUDA
+  // without deterministic kernels needs a tolerance.
+  double tolerance = 0;
+  std::function<void(const std::string&)> progress;  // optional, one short line per stage
+};
+
+struct RewriteResult {
+  std::string model_path;
+  std::string output_path;
+  size_t segment_count = 0;
+  std::optional<VerificationResult> verification;
+};
+
+// Checks the plan against the model, rewrites, verifies against the profile's
+// training step (plan.profile_path), and writes output_path whole or not at all.
+RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options);
+
+// "<dir>/<stem>.ckpt.pt" for "<dir>/<stem>.pt".
+std::string defaultRewrittenPath(const std::string& model_path);
+
+}  // namespace acprof
+
+namespace acprof {
+
+// Measures the rewritten model exactly as the original profile was measured
+// (same input specs, target, loss, optimizer, device, executor mode, iterations).
+Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path,
+                              const std::function<void(const std::string&)>& progress = {});
+
+}  // namespace acprof

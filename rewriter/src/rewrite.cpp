@@ -1,0 +1,151 @@
+// The rewrite of a model file: plan checks, surgery, verification, atomic write.
+#include <filesystem>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "acprof/recorder.h"
+#include "acprof/rewriter.h"
+#include "graph_surgery.h"
+
+namespace acprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+void report(const RewriteOptions& options, const std::string& line) {
+  if (options.progress) options.progress(line);
+}
+
+std::string shortHash(const std::string& sha256) { return sha256.substr(0, 12); }
+
+// The export scripts' input specs travel along, so the rewritten model can be
+// profiled as typed, like the original.
+torch::jit::ExtraFilesMap storedSpecFiles(const std::string& model_path) {
+  const StoredSpecs stored = readStoredSpecs(model_path);
+  torch::jit::ExtraFilesMap files;
+  if (!stored.inputs.empty()) {
+    std::string joined;
+    for (const std::string& spec : stored.inputs) joined += spec + "\n";
+    files["acprof_inputs"] = joined;
+  }
+  if (!stored.target.empty()) files["acprof_target"] = stored.target;
+  if (!stored.loss.empty()) files["acprof_loss"] = stored.loss;
+  return files;
+}
+
+void checkPlanMatchesModel(const Plan& plan, const std::string& model_path) {
+  const std::string actual = sha256OfFile(model_path);
+  if (actual != plan.model_sha256) {
+    throw RewriteError(fmt::format(
+        "the plan was made for a model with sha256 {}…, but {} has sha256 {}…; pass the model the plan was made "
+        "for ({}), or profile and plan this one",
+        shortHash(plan.model_sha256), model_path, shortHash(actual), plan.model_path));
+  }
+}
+
+void checkOutputPath(const std::string& model_path, const std::string& output_path) {
+  std::error_code error;
+  if (fs::weakly_canonical(model_path, error) == fs::weakly_canonical(output_path, error)) {
+    throw RewriteError(fmt::format("the output path {} is the input model; pass another path with -o", output_path));
+  }
+  const fs::path directory = fs::absolute(output_path).parent_path();
+  if (!fs::is_directory(directory)) {
+    throw RewriteError(fmt::format("cannot write {}: directory {} does not exist; create it or pass another -o",
+                                   output_path, directory.string()));
+  }
+}
+
+StepConfig verificationConfig(const Plan& plan) {
+  if (plan.profile_path.empty() || !fs::exists(plan.profile_path)) {
+    throw RewriteError(fmt::format(
+        "the plan's profile '{}' is missing, and verification needs its input specs; restore it, or pass "
+        "--no-verify to skip verification",
+        plan.profile_path));
+  }
+  return stepConfigOfProfile(readProfileFile(plan.profile_path).meta);
+}
+
+}  // namespace
+
+std::string defaultRewrittenPath(const std::string& model_path) {
+  const fs::path path(model_path);
+  return (path.parent_path() / (path.stem().string() + ".ckpt.pt")).string();
+}
+
+StepConfig stepConfigOfProfile(const ProfileMeta& meta) {
+  StepConfig config;
+  for (const std::string& spec : meta.input_specs) config.inputs.push_back(parseInputSpec(spec));
+  if (!meta.target_spec.empty()) config.target = parseInputSpec(meta.target_spec);
+  config.loss = meta.loss;
+  config.optimizer = meta.optimizer;
+  config.device = meta.device;
+  return config;
+}
+
+torch::jit::Module checkpointedModel(const std::string& model_path, const Plan& plan) {
+  torch::jit::Module module = loadModel(model_path, "cpu");
+  checkpointSegments(module, plan.segments);
+  return module;
+}
+
+RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) {
+  RewriteResult result;
+  result.model_path = options.model_path.empty() ? plan.model_path : options.model_path;
+  result.output_path = options.output_path.empty() ? defaultRewrittenPath(result.model_path) : options.output_path;
+  result.segment_count = plan.segments.size();
+  if (!fs::exists(result.model_path)) {
+    throw RewriteError(fmt::format("{}: no such file; pass the model the plan was made for", result.model_path));
+  }
+  checkOutputPath(result.model_path, result.output_path);
+  checkPlanMatchesModel(plan, result.model_path);
+  // Read before any work, so a missing profile fails fast.
+  const std::optional<StepConfig> config = options.verify ? std::optional(verificationConfig(plan)) : std::nullopt;
+
+  report(options, fmt::format("rewriting {} segment(s) of {}", plan.segments.size(), result.model_path));
+  torch::jit::Module module = checkpointedModel(result.model_path, plan);
+
+  const std::string temp_path = fmt::format("{}.tmp-{}", result.output_path, ::getpid());
+  try {
+    module.save(temp_path, storedSpecFiles(result.model_path));
+    if (config) {
+      report(options, "verifying one training step against the original");
+      result.verification = verifyRewrite(result.model_path, temp_path, *config);
+      const VerificationResult& v = *result.verification;
+      const double worst = std::max({v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff});
+      const bool accepted = options.tolerance == 0 ? v.bitwise_equal : worst <= options.tolerance;
+      if (!accepted) {
+        throw RewriteError(fmt::format(
+            "verification failed: the rewritten model differs from the original by up to {:.3g} (loss {:.3g}, "
+            "gradients {:.3g}, buffers {:.3g}); nothing was written, please report this with the plan",
+            worst, v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff));
+      }
+    }
+    fs::rename(temp_path, result.output_path);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(temp_path, ignored);
+    throw;
+  }
+  return result;
+}
+
+Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path,
+                              const std::function<void(const std::string&)>& progress) {
+  RecordOptions options;
+  options.model_path = rewritten_path;
+  options.input_specs = original.input_specs;
+  options.target_spec = original.target_spec;
+  options.loss = original.loss;
+  options.optimizer = original.optimizer;
+  options.device = original.device;
+  options.warmup_iters = original.warmup_iters;
+  options.measured_iters = original.measured_iters;
+  options.executor_optimize = original.executor_optimize;
+  options.measure_other_executor_mode = false;
+  options.command_line = "acprof rewrite (re-profile)";
+  options.progress = progress;
+  return recordProfile(options);
+}
+
+}  // namespace acprof

@@ -1,0 +1,295 @@
+// Graph surgery on small TorchScript models written here with Module::define:
+// the rewritten model saves, loads and trains exactly like the original, and
+// plans that do not fit the model are refused before anything is written.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <torch/script.h>
+
+#include "acprof/forward_graph.h"
+#include "acprof/recorder.h"
+#include "acprof/rewriter.h"
+
+namespace acprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+class GraphSurgery : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::temp_directory_path() /
+                 ("acprof_surgery_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(directory_);
+    fs::create_directories(directory_);
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+  std::string path(const std::string& name) const { return (directory_ / name).string(); }
+
+  fs::path directory_;
+};
+
+// Linear -> batch norm -> relu -> dropout -> linear, as TorchScript source.
+torch::jit::Module makeDropoutBatchNormModel() {
+  at::manual_seed(0);
+  torch::jit::Module module("acprof_test.DropoutBatchNorm");
+  module.register_parameter("w1", (at::randn({32, 64}) * 0.2).requires_grad_(), false);
+  module.register_parameter("b1", (at::randn({64})).requires_grad_(), false);
+  module.register_parameter("bn_weight", (at::rand({64}) + 0.5).requires_grad_(), false);
+  module.register_parameter("bn_bias", (at::randn({64})).requires_grad_(), false);
+  module.register_buffer("running_mean", at::zeros({64}));
+  module.register_buffer("running_var", at::ones({64}));
+  module.register_parameter("w2", (at::randn({64, 10}) * 0.2).requires_grad_(), false);
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w1) + self.b1
+    h = torch.batch_norm(h, self.bn_weight, self.bn_bias, self.running_mean, self.running_var, True, 0.1, 1e-5, False)
+    h = torch.relu(h)
+    h = torch.dropout(h, 0.3, True)
+    n = h.size(0)
+    y = torch.matmul(h, self.w2)
+    return torch.tanh(y.reshape([n, 10]))
+)JIT");
+  return module;
+}
+
+// Two convolutions whose bias is Optional[Tensor]: absent in the first, set in the second.
+torch::jit::Module makeOptionalBiasConvModel() {
+  at::manual_seed(1);
+  torch::jit::Module module("acprof_test.OptionalBiasConv");
+  module.register_parameter("weight1", (at::randn({8, 3, 3, 3}) * 0.3).requires_grad_(), false);
+  module.register_attribute("bias1", c10::OptionalType::ofTensor(), c10::IValue(), /*is_param=*/false);
+  module.register_parameter("weight2", (at::randn({4, 8, 3, 3}) * 0.3).requires_grad_(), false);
+  module.register_attribute("bias2", c10::OptionalType::ofTensor(), at::randn({4}).requires_grad_(), /*is_param=*/true);
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.conv2d(x, self.weight1, self.bias1, [1, 1], [1, 1], [1, 1], 1)
+    h = torch.relu(h)
+    h = torch.conv2d(h, self.weight2, self.bias2, [1, 1], [1, 1], [1, 1], 1)
+    return torch.sigmoid(h).sum()
+)JIT");
+  return module;
+}
+
+int nodeIdOf(const torch::jit::Module& module, const std::string& kind, int occurrence = 0) {
+  auto graph = inlinedForwardGraph(module);
+  const auto nodes = topLevelNodes(*graph);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i]->kind().toQualString() == kind && occurrence-- == 0) return static_cast<int>(i);
+  }
+  ADD_FAILURE() << "no node " << kind << " in " << *graph;
+  return -1;
+}
+
+SegmentCut segmentBetween(int first, int last) {
+  SegmentCut cut;
+  cut.first_node = first;
+  cut.last_node = last;
+  return cut;
+}
+
+Plan planFor(const std::string& model_path, std::vector<SegmentCut> segments) {
+  Plan plan;
+  plan.model_path = model_path;
+  plan.model_sha256 = sha256OfFile(model_path);
+  plan.segments = std::move(segments);
+  return plan;
+}
+
+StepConfig stepConfig(const std::vector<std::string>& specs) {
+  StepConfig config;
+  for (const auto& spec : specs) config.inputs.push_back(parseInputSpec(spec));
+  config.seed = 42;
+  return config;
+}
+
+size_t countKind(const torch::jit::Graph& graph, const std::string& kind) {
+  size_t count = 0;
+  for (const torch::jit::Node* node : graph.nodes()) count += node->kind().toQualString() == kind;
+  return count;
+}
+
+TEST_F(GraphSurgery, DropoutBatchNormSegmentTrainsBitwiseLikeTheOriginal) {
+  makeDropoutBatchNormModel().save(path("model.pt"));
+  torch::jit::Module original = torch::jit::load(path("model.pt"));
+  const int first = nodeIdOf(original, "aten::matmul");
+  const int last = nodeIdOf(original, "aten::matmul", 1);
+  const Plan plan = planFor(path("model.pt"), {segmentBetween(first, last)});
+
+  torch::jit::Module rewritten = checkpointedModel(path("model.pt"), plan);
+  const auto graph = rewritten.get_method("forward").graph();
+  EXPECT_EQ(countKind(*graph, "acprof::checkpoint"), 1u) << *graph;
+  EXPECT_EQ(countKind(*graph, "aten::dropout"), 0u) << *graph;
+  EXPECT_EQ(countKind(*graph, "aten::batch_norm"), 0u) << *graph;
+  rewritten.save(path("model.ckpt.pt"));
+
+  const VerificationResult result = verifyRewrite(path("model.pt"), path("model.ckpt.pt"), stepConfig({"float32[16,32]"}));
+  EXPECT_TRUE(result.bitwise_equal) << "loss " << result.loss_abs_diff << " grads " << result.max_gradient_abs_diff
+                                    << " buffers " << result.max_buffer_abs_diff;
+  EXPECT_EQ(result.gradients_compared, 5u);
+  EXPECT_EQ(result.buffers_compared, 2u);
+}
+
+TEST_F(GraphSurgery, VerificationSeesADifferentModel) {
+  // Guards the test above: the comparison does fail for a model that computes something else.
+  makeDropoutBatchNormModel().save(path("model.pt"));
+  torch::jit::Module other = makeDropoutBatchNormModel();
+  {
+    const at::NoGradGuard no_grad;
+    other.attr("w2").toTensor().mul_(1.001);
+  }
+  other.save(path("other.pt"));
+  const VerificationResult result = verifyRewrite(path("model.pt"), path("other.pt"), stepConfig({"float32[16,32]"}));
+  EXPECT_FALSE(result.bitwise_equal);
+  EXPECT_GT(result.max_gradient_abs_diff, 0);
+}
+
+TEST_F(GraphSurgery, OptionalConvBiasIsPassedWhenSetAndNoneWhenNot) {
+  makeOptionalBiasConvModel().save(path("conv.pt"));
+  torch::jit::Module original = torch::jit::load(path("conv.pt"));
+  const int first = nodeIdOf(original, "aten::conv2d");
+  const int last = nodeIdOf(original, "aten::conv2d", 1);
+  torch::jit::Module rewritten = checkpointedModel(path("conv.pt"), planFor(path("conv.pt"), {segmentBetween(first, last)}));
+  rewritten.save(path("conv.ckpt.pt"));
+  const VerificationResult result = verifyRewrite(path("conv.pt"), path("conv.ckpt.pt"), stepConfig({"float32[2,3,12,12]"}));
+  EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
+  EXPECT_EQ(result.gradients_compared, 3u);  // weight1, weight2, bias2
+}
+
+TEST_F(GraphSurgery, TwoSegmentsInOneModel) {
+  makeOptionalBiasConvModel().save(path("conv.pt"));
+  torch::jit::Module original = torch::jit::load(path("conv.pt"));
+  const int relu = nodeIdOf(original, "aten::relu");
+  const Plan plan = planFor(path("conv.pt"), {segmentBetween(nodeIdOf(original, "aten::conv2d"), relu),
+                                             segmentBetween(relu + 1, nodeIdOf(original, "aten::sigmoid"))});
+  torch::jit::Module rewritten = checkpointedModel(path("conv.pt"), plan);
+  EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "acprof::checkpoint"), 2u);
+  rewritten.save(path("conv.ckpt.pt"));
+  const VerificationResult result = verifyRewrite(path("conv.pt"), path("conv.ckpt.pt"), stepConfig({"float32[2,3,12,12]"}));
+  EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
+}
+
+TEST_F(GraphSurgery, RefusesAPlanNamingValuesTheModelDoesNotHave) {
+  makeDropoutBatchNormModel().save(path("model.pt"));
+  torch::jit::Module original = torch::jit::load(path("model.pt"));
+  SegmentCut cut = segmentBetween(nodeIdOf(original, "aten::matmul"), nodeIdOf(original, "aten::relu"));
+  cut.input_values = {"no_such_value"};
+  try {
+    checkpointedModel(path("model.pt"), planFor(path("model.pt"), {cut}));
+    FAIL() << "a plan naming an unknown value was accepted";
+  } catch (const RewriteError& e) {
+    EXPECT_NE(std::string(e.what()).find("%no_such_value"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(GraphSurgery, RefusesNodeIdsBeyondTheGraph) {
+  makeDropoutBatchNormModel().save(path("model.pt"));
+  EXPECT_THROW(checkpointedModel(path("model.pt"), planFor(path("model.pt"), {segmentBetween(3, 100000)})),
+               RewriteError);
+}
+
+TEST_F(GraphSurgery, RefusesInPlaceWriteToAnInputThatIsNotABuffer) {
+  torch::jit::Module module("acprof_test.InPlace");
+  module.register_parameter("w", (at::randn({8, 8})).requires_grad_(), false);
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    h.mul_(2.0)
+    return torch.relu(h).sum()
+)JIT");
+  module.save(path("inplace.pt"));
+  const int mul = nodeIdOf(module, "aten::mul_");
+  try {
+    checkpointedModel(path("inplace.pt"), planFor(path("inplace.pt"), {segmentBetween(mul, mul + 1)}));
+    FAIL() << "an in-place write to a segment input was accepted";
+  } catch (const RewriteError& e) {
+    EXPECT_NE(std::string(e.what()).find("writes in place"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(GraphSurgery, RefusesControlFlowInsideASegment) {
+  torch::jit::Module module("acprof_test.Branch");
+  module.register_parameter("w", (at::randn({8, 8})).requires_grad_(), false);
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    if bool(h.sum() > 0):
+        h = torch.relu(h)
+    return h.sum()
+)JIT");
+  module.save(path("branch.pt"));
+  const int branch = nodeIdOf(module, "prim::If");
+  try {
+    checkpointedModel(path("branch.pt"), planFor(path("branch.pt"), {segmentBetween(branch - 1, branch)}));
+    FAIL() << "a segment holding prim::If was accepted";
+  } catch (const RewriteError& e) {
+    EXPECT_NE(std::string(e.what()).find("prim::If"), std::string::npos) << e.what();
+  }
+}
+
+class RewriteModelFile : public GraphSurgery {
+ protected:
+  Plan savedModelAndPlan() {
+    makeDropoutBatchNormModel().save(path("model.pt"));
+    torch::jit::Module original = torch::jit::load(path("model.pt"));
+    Plan plan = planFor(path("model.pt"), {segmentBetween(nodeIdOf(original, "aten::matmul"),
+                                                          nodeIdOf(original, "aten::dropout"))});
+    Profile profile;
+    profile.meta.model_path = path("model.pt");
+    profile.meta.input_specs = {"float32[16,32]"};
+    profile.meta.loss = "mean";
+    writeProfileFile(profile, path("profile.json"));
+    plan.profile_path = path("profile.json");
+    return plan;
+  }
+};
+
+TEST_F(RewriteModelFile, WritesAVerifiedModelBesideTheOriginal) {
+  const Plan plan = savedModelAndPlan();
+  const RewriteResult result = rewriteModelFile(plan, RewriteOptions{});
+  EXPECT_EQ(result.output_path, path("model.ckpt.pt"));
+  ASSERT_TRUE(result.verification.has_value());
+  EXPECT_TRUE(result.verification->bitwise_equal);
+  EXPECT_TRUE(fs::exists(path("model.ckpt.pt")));
+  // Nothing but the two models and the profile: the temp file is gone.
+  EXPECT_EQ(std::distance(fs::directory_iterator(directory_), fs::directory_iterator()), 3);
+}
+
+TEST_F(RewriteModelFile, RefusesAPlanMadeForAnotherModel) {
+  Plan plan = savedModelAndPlan();
+  plan.model_sha256 = std::string(64, 'a');
+  try {
+    rewriteModelFile(plan, RewriteOptions{});
+    FAIL() << "a plan for another model was accepted";
+  } catch (const RewriteError& e) {
+    EXPECT_NE(std::string(e.what()).find("sha256"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(path("model.ckpt.pt")));
+}
+
+TEST_F(RewriteModelFile, RefusesToOverwriteTheInputModel) {
+  const Plan plan = savedModelAndPlan();
+  RewriteOptions options;
+  options.output_path = path("model.pt");
+  EXPECT_THROW(rewriteModelFile(plan, options), RewriteError);
+}
+
+TEST_F(RewriteModelFile, RefusesToVerifyWithoutTheProfile) {
+  Plan plan = savedModelAndPlan();
+  plan.profile_path = path("missing.json");
+  try {
+    rewriteModelFile(plan, RewriteOptions{});
+    FAIL() << "verification without a profile was accepted";
+  } catch (const RewriteError& e) {
+    EXPECT_NE(std::string(e.what()).find("--no-verify"), std::string::npos) << e.what();
+  }
+  RewriteOptions unverified;
+  unverified.verify = false;
+  EXPECT_FALSE(rewriteModelFile(plan, unverified).verification.has_value());
+  EXPECT_TRUE(fs::exists(path("model.ckpt.pt")));
+}
+
+}  // namespace
+}  // namespace acprof
