@@ -1,6 +1,6 @@
 """Checks that every model an export wrote can be trained as acprof will train it.
 
-    python3 models/check_exports.py --dir DIR
+    python3 models/check_exports.py --dir DIR [--device cpu|cuda]
 
 For each *.pt in DIR: the archive carries acprof_inputs / acprof_target / acprof_loss and
 they parse; one training step (training_step.py) gives a finite loss, and every parameter
@@ -27,17 +27,17 @@ from reference_models import SETS
 LOSS_RELATIVE_TOLERANCE = 1e-5
 
 
-def _eager_loss(file_name: str, stored: training_step.StoredSpecs) -> float:
+def _eager_loss(file_name: str, stored: training_step.StoredSpecs, device: str) -> float:
     reference, _ = SETS["test"][file_name]
     torch.manual_seed(0)
-    model = reference.build()
-    return training_step.run_step(model, stored).item()
+    model = reference.build().to(device)
+    return training_step.run_step(model, stored, device=device).item()
 
 
-def check_model(path: str) -> List[str]:
+def check_model(path: str, device: str = "cpu") -> List[str]:
     """Returns what is wrong with the model at `path`; empty when it passes."""
     problems = []
-    module, stored = training_step.load_with_specs(path)
+    module, stored = training_step.load_with_specs(path, device)
     if not stored.inputs or not stored.loss:
         return ["the archive has no acprof_inputs/acprof_loss; export it with models/export.py"]
     for spec in stored.inputs + ([stored.target] if stored.target else []):
@@ -47,7 +47,7 @@ def check_model(path: str) -> List[str]:
             problems.append(str(error))
     if problems:
         return problems
-    loss = training_step.run_step(module, stored).item()
+    loss = training_step.run_step(module, stored, device=device).item()
     if not math.isfinite(loss):
         problems.append(f"loss is {loss}")
     for name, parameter in module.named_parameters():
@@ -57,7 +57,7 @@ def check_model(path: str) -> List[str]:
             problems.append(f"parameter {name} has a non-finite gradient")
     file_name = os.path.basename(path)
     if file_name in SETS["test"]:
-        eager = _eager_loss(file_name, stored)
+        eager = _eager_loss(file_name, stored, device)
         if not math.isclose(loss, eager, rel_tol=LOSS_RELATIVE_TOLERANCE):
             problems.append(f"loss {loss!r} differs from the eager model's {eager!r}")
     return problems
@@ -66,6 +66,7 @@ def check_model(path: str) -> List[str]:
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", required=True, help="directory of exported models (export_all.py --out)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
     paths = sorted(glob.glob(os.path.join(args.dir, "*.pt")))
     if not paths:
@@ -73,7 +74,7 @@ def main(argv: List[str]) -> int:
         return 1
     failed = 0
     for path in paths:
-        problems = check_model(path)
+        problems = check_model(path, args.device)
         print(f"{'ok  ' if not problems else 'FAIL'} {path}", flush=True)
         for problem in problems:
             print(f"     {problem}", flush=True)

@@ -60,6 +60,28 @@ def _write_whole(path: str, write) -> None:
         raise
 
 
+def compile_for_training(model: nn.Module, example_inputs: Sequence[torch.Tensor], mode: str) -> torch.jit.ScriptModule:
+    """Compiles `model` in training mode, traced or scripted, holding the weights and buffers
+    it had before: a trace runs the model once, which updates BatchNorm running statistics,
+    and those are put back so the file holds the freshly initialised model in both modes."""
+    model.train()
+    initial_state = {name: value.clone() for name, value in model.state_dict().items()}
+    torch.manual_seed(0)
+    compiled = _compile(model, example_inputs, mode)
+    compiled.load_state_dict(initial_state)
+    model.load_state_dict(initial_state)
+    return compiled
+
+
+def save_with_specs(
+    compiled: torch.jit.ScriptModule, path: str, input_specs: List[str], target_spec: str, loss: str
+) -> None:
+    for spec in input_specs + ([target_spec] if target_spec else []):
+        specs.parse_spec(spec)  # a bad spec fails here, not when acprof reads the file
+    extra_files = {"acprof_inputs": "\n".join(input_specs), "acprof_target": target_spec, "acprof_loss": loss}
+    _write_whole(path, lambda temp_path: torch.jit.save(compiled, temp_path, _extra_files=extra_files))
+
+
 def export(
     model: nn.Module,
     example_inputs: Sequence[torch.Tensor],
@@ -71,20 +93,10 @@ def export(
 ) -> None:
     """Compiles `model` in training mode (traced or scripted) and saves it to `path` with its specs.
 
-    The caller builds the model right after torch.manual_seed(0) (export_all.seeded does),
-    so the traced and scripted variants of a model have the same weights. A trace runs the
-    model once, which updates BatchNorm running statistics; they are put back so the file
-    holds the freshly initialised model in both modes.
+    The caller builds the model right after torch.manual_seed(0) (reference_models does),
+    so the traced and scripted variants of a model have the same weights.
     """
-    for spec in input_specs + ([target_spec] if target_spec else []):
-        specs.parse_spec(spec)  # a bad spec fails here, not when acprof reads the file
-    model.train()
-    initial_state = {name: value.clone() for name, value in model.state_dict().items()}
-    torch.manual_seed(0)
-    compiled = _compile(model, example_inputs, mode)
-    compiled.load_state_dict(initial_state)
-    extra_files = {"acprof_inputs": "\n".join(input_specs), "acprof_target": target_spec, "acprof_loss": loss}
-    _write_whole(path, lambda temp_path: torch.jit.save(compiled, temp_path, _extra_files=extra_files))
+    save_with_specs(compile_for_training(model, example_inputs, mode), path, input_specs, target_spec, loss)
 
 
 def main(argv: List[str]) -> int:

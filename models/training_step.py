@@ -18,9 +18,9 @@ class StoredSpecs:
     loss: str
 
 
-def load_with_specs(path: str):
+def load_with_specs(path: str, device: str = "cpu"):
     extra_files = {"acprof_inputs": "", "acprof_target": "", "acprof_loss": ""}
-    module = torch.jit.load(path, _extra_files=extra_files)
+    module = torch.jit.load(path, map_location=device, _extra_files=extra_files)
     # torch.jit.load hands the records back as bytes.
     text = {name: bytes(value).decode() if isinstance(value, (bytes, bytearray)) else value
             for name, value in extra_files.items()}
@@ -32,8 +32,10 @@ def load_with_specs(path: str):
     return module, stored
 
 
-def make_step_tensors(stored: StoredSpecs, seed: int = 0):
+def make_step_tensors(stored: StoredSpecs, seed: int = 0, device: str = "cpu"):
+    # Drawn on the CPU and moved, as the recorder does, so every device sees the same values.
     tensors = specs.make_tensors(stored.inputs + ([stored.target] if stored.target else []), seed)
+    tensors = [t.to(device) for t in tensors]
     if stored.target:
         return tensors[:-1], tensors[-1]
     return tensors, None
@@ -50,12 +52,13 @@ def compute_loss(output: torch.Tensor, loss_kind: str, target) -> torch.Tensor:
     raise ValueError(f"unknown loss kind {loss_kind!r}; expected mean, sum or cross_entropy")
 
 
-def run_step(module, stored: StoredSpecs, seed: int = 0) -> torch.Tensor:
-    """Forward, loss and backward once with fresh gradients; returns the loss."""
+def run_step(module, stored: StoredSpecs, seed: int = 0, device: str = "cpu") -> torch.Tensor:
+    """Forward, loss and backward once with fresh gradients; returns the loss.
+    The module must already be on `device`."""
     module.train()
     for parameter in module.parameters():
         parameter.grad = None
-    inputs, target = make_step_tensors(stored, seed)
+    inputs, target = make_step_tensors(stored, seed, device)
     torch.manual_seed(seed)  # the dropout masks, as the recorder seeds before forward
     loss = compute_loss(module(*inputs), stored.loss, target)
     loss.backward()
