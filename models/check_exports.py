@@ -1,10 +1,10 @@
 """Checks that every model an export wrote can be trained as acprof will train it.
 
-    python3 models/check_exports.py --dir DIR [--device cpu|cuda]
+    python3 models/check_exports.py --dir DIR [--set test|demo|gpu] [--device cpu|cuda]
 
 For each *.pt in DIR: the archive carries acprof_inputs / acprof_target / acprof_loss and
 they parse; one training step (training_step.py) gives a finite loss, and every parameter
-gets a finite gradient. For files of the test set, the loss must also equal the loss of the
+gets a finite gradient. For files of the set (--set, default test), the loss must also equal the loss of the
 same model built fresh in eager mode from the same seed, which shows the trace or script
 captured the model and that the export kept the initial weights. Exits 1 on any failure.
 """
@@ -20,21 +20,21 @@ import torch
 
 import specs
 import training_step
-from reference_models import SETS
+from model_sets import SETS
+from reference_models import CATALOGUE
 
 # Eager and TorchScript run the same kernels in the same order on the CPU; the margin
 # only absorbs a different summation order should a kernel choose one.
 LOSS_RELATIVE_TOLERANCE = 1e-5
 
 
-def _eager_loss(file_name: str, stored: training_step.StoredSpecs, device: str) -> float:
-    reference, _ = SETS["test"][file_name]
+def _eager_loss(model_name: str, stored: training_step.StoredSpecs, device: str) -> float:
     torch.manual_seed(0)
-    model = reference.build().to(device)
+    model = CATALOGUE[model_name].build().to(device)
     return training_step.run_step(model, stored, device=device).item()
 
 
-def check_model(path: str, device: str = "cpu") -> List[str]:
+def check_model(path: str, device: str = "cpu", set_name: str = "test") -> List[str]:
     """Returns what is wrong with the model at `path`; empty when it passes."""
     problems = []
     module, stored = training_step.load_with_specs(path, device)
@@ -56,8 +56,9 @@ def check_model(path: str, device: str = "cpu") -> List[str]:
         elif not torch.isfinite(parameter.grad).all():
             problems.append(f"parameter {name} has a non-finite gradient")
     file_name = os.path.basename(path)
-    if file_name in SETS["test"]:
-        eager = _eager_loss(file_name, stored, device)
+    if file_name in SETS[set_name]:
+        model_name, _ = SETS[set_name][file_name]
+        eager = _eager_loss(model_name, stored, device)
         if not math.isclose(loss, eager, rel_tol=LOSS_RELATIVE_TOLERANCE):
             problems.append(f"loss {loss!r} differs from the eager model's {eager!r}")
     return problems
@@ -66,6 +67,8 @@ def check_model(path: str, device: str = "cpu") -> List[str]:
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", required=True, help="directory of exported models (export_all.py --out)")
+    parser.add_argument("--set", dest="set_name", choices=sorted(SETS), default="test",
+                        help="the set DIR was exported from: its files are compared with their eager models")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
     paths = sorted(glob.glob(os.path.join(args.dir, "*.pt")))
@@ -74,7 +77,7 @@ def main(argv: List[str]) -> int:
         return 1
     failed = 0
     for path in paths:
-        problems = check_model(path, args.device)
+        problems = check_model(path, args.device, args.set_name)
         print(f"{'ok  ' if not problems else 'FAIL'} {path}", flush=True)
         for problem in problems:
             print(f"     {problem}", flush=True)

@@ -6,7 +6,7 @@ profiler/recorder/src/training_step.cpp).
 
 Library: export(model, example_inputs, path, mode, input_specs, target_spec, loss).
 CLI:     python3 models/export.py MODEL --out FILE [--mode traced|scripted]
-         exports one of the reference models at its default (test-set) size.
+         exports one model of reference_models.CATALOGUE (e.g. gpt_small, resnet18_demo).
 """
 
 import argparse
@@ -103,12 +103,12 @@ def main(argv: List[str]) -> int:
     import reference_models  # the catalogue; imported here so the library part stays small
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", choices=sorted(reference_models.DEFAULT_SIZED))
+    parser.add_argument("model", choices=sorted(reference_models.CATALOGUE))
     parser.add_argument("--out", required=True, help="file to write, e.g. mlp_traced.pt")
     parser.add_argument("--mode", choices=MODES, default="traced")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    reference_models.DEFAULT_SIZED[args.model].export(args.out, args.mode)
+    reference_models.CATALOGUE[args.model].export(args.out, args.mode)
     print(f"{args.out}  {time.perf_counter() - started:.2f} s")
     return 0
 

@@ -5,7 +5,7 @@
 Prints one line per model: its path and how long the export took (or that it was up to
 date). A model whose file is newer than every models/*.py is skipped, so re-running the
 test fixture costs nothing; --force exports every model again. The sets are listed in
-reference_models.py.
+model_sets.py.
 """
 
 import argparse
@@ -15,7 +15,7 @@ import sys
 import time
 from typing import List
 
-from reference_models import SETS
+from model_sets import SETS
 
 MODELS_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -37,13 +37,15 @@ def main(argv: List[str]) -> int:
 
     newest_source = _newest_source_mtime()
     set_started = time.perf_counter()
-    for file_name, (model, mode) in SETS[args.set_name].items():
+    for file_name, (model_name, mode) in SETS[args.set_name].items():
         path = os.path.join(args.out, file_name)
         if not args.force and _is_up_to_date(path, newest_source):
             print(f"{path}  up to date", flush=True)
             continue
+        import reference_models  # imports torch: only when something is exported
+
         started = time.perf_counter()
-        model.export(path, mode)
+        reference_models.CATALOGUE[model_name].export(path, mode)
         print(f"{path}  {time.perf_counter() - started:.2f} s", flush=True)
     print(f"set {args.set_name}: {time.perf_counter() - set_started:.2f} s", flush=True)
     return 0

@@ -1,9 +1,9 @@
-"""The catalogue: each reference model at a named size, and the named sets that
-export_all.py writes (file name -> model and export mode)."""
+"""The catalogue: each reference model at a named size, with its training specs.
+model_sets.py says which files export_all.py writes from it."""
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict
 
 import torch
 from torch import nn
@@ -65,37 +65,16 @@ RESNET18_DEMO = _resnet("resnet18", batch=8, image_size=128)
 RESNET50_GPU = _resnet("resnet50", batch=64, image_size=224, trace_at_batch_one=True)
 GPT2_GPU = _gpt(gpt.GPT2_SMALL, batch=8, trace_at_batch_one=True)
 
-DEFAULT_SIZED: Dict[str, ReferenceModel] = {
+# By the names that model_sets.py uses.
+CATALOGUE: Dict[str, ReferenceModel] = {
     "mlp": MLP,
     "cnn": CNN,
     "convchain9": CONVCHAIN9,
     "convchain3": CONVCHAIN3,
-    "resnet18": RESNET18_SMALL,
-    "gpt": GPT_SMALL,
-    "bert": BERT_SMALL,
-}
-
-SETS: Dict[str, Dict[str, Tuple[ReferenceModel, str]]] = {
-    "test": {
-        "mlp_traced.pt": (MLP, "traced"),
-        "mlp_scripted.pt": (MLP, "scripted"),
-        "cnn_traced.pt": (CNN, "traced"),
-        "cnn_scripted.pt": (CNN, "scripted"),
-        "convchain9_traced.pt": (CONVCHAIN9, "traced"),
-        "convchain3_traced.pt": (CONVCHAIN3, "traced"),
-        "resnet18_traced.pt": (RESNET18_SMALL, "traced"),
-        "resnet18_scripted.pt": (RESNET18_SMALL, "scripted"),
-        "gpt_traced.pt": (GPT_SMALL, "traced"),
-        "gpt_scripted.pt": (GPT_SMALL, "scripted"),
-        "bert_traced.pt": (BERT_SMALL, "traced"),
-        "bert_scripted.pt": (BERT_SMALL, "scripted"),
-    },
-    "demo": {
-        "resnet18_traced.pt": (RESNET18_DEMO, "traced"),
-    },
-    "gpu": {
-        "resnet50_traced.pt": (RESNET50_GPU, "traced"),
-        "gpt2_traced.pt": (GPT2_GPU, "traced"),
-        "gpt2_scripted.pt": (GPT2_GPU, "scripted"),
-    },
+    "resnet18_small": RESNET18_SMALL,
+    "gpt_small": GPT_SMALL,
+    "bert_small": BERT_SMALL,
+    "resnet18_demo": RESNET18_DEMO,
+    "resnet50_gpu": RESNET50_GPU,
+    "gpt2_gpu": GPT2_GPU,
 }

@@ -8,5 +8,5 @@ set_tests_properties(export_test_models PROPERTIES FIXTURES_SETUP test_models TI
 # Every exported model trains one step in Python: finite loss, a gradient for every
 # parameter, and the same loss as the eager model it was exported from.
 add_test(NAME check_test_models
-         COMMAND ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/models/check_exports.py --dir ${ACPROF_TEST_MODELS_DIR})
+         COMMAND ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/models/check_exports.py --set test --dir ${ACPROF_TEST_MODELS_DIR})
 set_tests_properties(check_test_models PROPERTIES FIXTURES_REQUIRED test_models TIMEOUT 600)

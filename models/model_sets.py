@@ -1,0 +1,35 @@
+"""The named sets export_all.py writes: file name -> (reference_models.CATALOGUE name, mode).
+
+Kept free of torch so export_all.py can tell that every file is up to date without
+importing torch and torchvision (seconds), which keeps the test fixture instant.
+"""
+
+from typing import Dict, Tuple
+
+SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
+    # Small: the C++ tests train each several times on a 2-core CPU.
+    "test": {
+        "mlp_traced.pt": ("mlp", "traced"),
+        "mlp_scripted.pt": ("mlp", "scripted"),
+        "cnn_traced.pt": ("cnn", "traced"),
+        "cnn_scripted.pt": ("cnn", "scripted"),
+        "convchain9_traced.pt": ("convchain9", "traced"),
+        "convchain3_traced.pt": ("convchain3", "traced"),
+        "resnet18_traced.pt": ("resnet18_small", "traced"),
+        "resnet18_scripted.pt": ("resnet18_small", "scripted"),
+        "gpt_traced.pt": ("gpt_small", "traced"),
+        "gpt_scripted.pt": ("gpt_small", "scripted"),
+        "bert_traced.pt": ("bert_small", "traced"),
+        "bert_scripted.pt": ("bert_small", "scripted"),
+    },
+    # The README's default model.
+    "demo": {
+        "resnet18_traced.pt": ("resnet18_demo", "traced"),
+    },
+    # Benchmarks for the GPU machine.
+    "gpu": {
+        "resnet50_traced.pt": ("resnet50_gpu", "traced"),
+        "gpt2_traced.pt": ("gpt2_gpu", "traced"),
+        "gpt2_scripted.pt": ("gpt2_gpu", "scripted"),
+    },
+}
