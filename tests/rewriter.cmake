@@ -3,3 +3,11 @@ acprof_add_test(rewriter_tests
   SOURCES rewriter_checkpoint_op_test.cpp rewriter_graph_surgery_test.cpp
   LIBS acprof_rewriter acprof_ops ${TORCH_LIBRARIES})
 target_precompile_headers(rewriter_tests PRIVATE <torch/script.h>)
+
+# Through the acprof binary on the exported reference models.
+acprof_add_test(rewriter_end_to_end_tests
+  SOURCES rewriter_end_to_end_test.cpp
+  LIBS acprof_planner fmt::fmt
+  FIXTURES test_models)
+add_dependencies(rewriter_end_to_end_tests acprof acprof_ops)
+target_compile_definitions(rewriter_end_to_end_tests PRIVATE ACPROF_OPS_LIBRARY="$<TARGET_FILE:acprof_ops>")

@@ -9,7 +9,16 @@ namespace {
 
 std::shared_ptr<torch::jit::Graph> parseSegmentGraph(const std::string& graph_ir) {
   auto graph = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(graph_ir, graph.get());
+  try {
+    torch::jit::parseIR(graph_ir, graph.get());
+  } catch (const std::exception& e) {
+    // The parser's messages span lines and start with one; keep the first that says something.
+    std::string message = e.what();
+    message.erase(0, message.find_first_not_of("\n "));
+    message = message.substr(0, message.find('\n'));
+    TORCH_CHECK(false, "acprof.Segment: the subgraph IR does not parse (", message,
+                "); the model file is damaged or was written by another acprof version, rewrite it again");
+  }
   for (const torch::jit::Value* input : graph->inputs()) {
     TORCH_CHECK(input->type()->isSubtypeOf(*c10::TensorType::get()),
                 "acprof.Segment: subgraph input %", input->debugName(), " is ", input->type()->repr_str(),

@@ -1,6 +1,7 @@
 #include "graph_surgery.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -29,6 +30,13 @@ bool isTensor(const Value* value) { return value->type()->isSubtypeOf(*c10::Tens
 bool isScalar(const Value* value) {
   const auto kind = value->type()->kind();
   return kind == c10::TypeKind::IntType || kind == c10::TypeKind::FloatType || kind == c10::TypeKind::BoolType;
+}
+
+// The IR parser reads no "inf" or "nan" literal; such constants travel as scalars.
+bool isNonFiniteFloat(const Value* value) {
+  if (value->type()->kind() != c10::TypeKind::FloatType) return false;
+  const auto constant = torch::jit::toIValue(value);
+  return constant && constant->isDouble() && !std::isfinite(constant->toDouble());
 }
 
 c10::Symbol scalarFromTensorOp(const Value* value) {
@@ -109,8 +117,8 @@ class SegmentCutter {
   }
 
  private:
-  // Attribute reads and pure non-tensor computations that do not depend on the
-  // segment stay in the outer graph: they allocate nothing worth recomputing,
+  // Attribute reads, constants and pure non-tensor computations that do not
+  // depend on the segment stay in the outer graph: they allocate nothing worth recomputing,
   // and parameters read here must stay visible to autograd as segment inputs.
   void classifyRegion() {
     for (Node* node : region_) {
@@ -124,7 +132,8 @@ class SegmentCutter {
                                                   [&](const Value* input) { return moved_.count(input->node()); });
       const bool produces_tensor =
           std::any_of(node->outputs().begin(), node->outputs().end(), [](const Value* v) { return isTensor(v); });
-      const bool stays_outside = node->kind() == prim::GetAttr ||
+      // Constants stay too: a tensor constant cannot be written as IR text, so it enters as an input.
+      const bool stays_outside = node->kind() == prim::GetAttr || node->kind() == prim::Constant ||
                                  (!depends_on_segment && !produces_tensor && isPureProducer(node));
       if (!stays_outside) moved_.insert(node);
     }
@@ -200,7 +209,7 @@ class SegmentCutter {
   Value* importExternalValue(Value* outer) {
     Node* producer = outer->node();
     if (isTensor(outer)) return addSubgraphInput(outer);
-    if (producer->kind() == prim::Constant) {
+    if (producer->kind() == prim::Constant && !isNonFiniteFloat(outer)) {
       return subgraph_->insertNode(subgraph_->createClone(producer, [](Value* v) { return v; }))->output();
     }
     if (outer->type()->kind() == c10::TypeKind::NoneType) return subgraph_->insertConstant(c10::IValue());

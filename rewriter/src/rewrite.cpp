@@ -19,6 +19,20 @@ void report(const RewriteOptions& options, const std::string& line) {
 
 std::string shortHash(const std::string& sha256) { return sha256.substr(0, 12); }
 
+// LibTorch's messages span lines (and often start with one); the CLI prints one.
+std::string oneLine(const std::string& message) {
+  std::string line;
+  for (const char c : message) {
+    if (c == '\n') {
+      if (!line.empty() && line.back() != ' ') line += ' ';
+    } else {
+      line += c;
+    }
+  }
+  while (!line.empty() && line.front() == ' ') line.erase(line.begin());
+  return line;
+}
+
 // The export scripts' input specs travel along, so the rewritten model can be
 // profiled as typed, like the original.
 torch::jit::ExtraFilesMap storedSpecFiles(const std::string& model_path) {
@@ -103,7 +117,14 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
   const std::optional<StepConfig> config = options.verify ? std::optional(verificationConfig(plan)) : std::nullopt;
 
   report(options, fmt::format("rewriting {} segment(s) of {}", plan.segments.size(), result.model_path));
-  torch::jit::Module module = checkpointedModel(result.model_path, plan);
+  torch::jit::Module module;
+  try {
+    module = checkpointedModel(result.model_path, plan);
+  } catch (const c10::Error& e) {
+    throw RewriteError(fmt::format("the checkpointed graph is invalid ({}); this is a bug in acprof rewrite, "
+                                   "please report it with the plan",
+                                   oneLine(e.what_without_backtrace())));
+  }
 
   const std::string temp_path = fmt::format("{}.tmp-{}", result.output_path, ::getpid());
   try {
