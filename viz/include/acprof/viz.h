@@ -1,0 +1,51 @@
+// Viz: renders profiles (and optionally a plan) for people and for trace viewers.
+//
+// Every renderer reads only the profile and plan formats and returns the whole
+// file as a string; callers write it with acprof::writeFileAtomically. The
+// guarantees:
+//   - HTML reports are one self-contained file that works offline: uPlot and
+//     its licence are compiled into the binary, no script or style is fetched.
+//   - Names from the model (ops, scopes, tensor names) are data, never markup:
+//     they are embedded as JSON with <, >, &, U+2028 and U+2029 escaped and
+//     shown with textContent, so no name can end the <script> element or
+//     inject HTML. Invalid UTF-8 is replaced, not rejected.
+//   - The x axis of the memory charts is the allocator event index of the
+//     profile: each allocation or free is one event, so a peak inside an op
+//     is shown, not averaged away. Long timelines are downsampled in C++ to a
+//     bounded number of samples while every bucket's maximum and the global
+//     peak are kept exactly.
+//   - Categories are stacked and coloured like PyTorch's memory timeline
+//     (torch.profiler._memory_profiler).
+#pragma once
+
+#include <string>
+
+#include "acprof/plan_format.h"
+#include "acprof/profile_format.h"
+
+namespace acprof {
+
+// The memory timeline of one profile: stacked bytes per category over the
+// iteration's events, phases shaded, the peak marked with its breakdown, the
+// largest activations. With a plan: its budget line, its predicted peak per
+// step and its segments highlighted, and a table of the segments.
+std::string renderTimelineHtml(const Profile& profile, const Plan* plan = nullptr);
+
+// Before and after a rewrite: both stacked timelines and both totals overlaid,
+// aligned phase by phase (the after profile's events are stretched linearly
+// inside each phase onto the before profile's events, so forward lines up with
+// forward and backward with backward). With a plan: budget, prediction,
+// recomputed segments highlighted and the segments table.
+std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan = nullptr);
+
+// The same stacked chart as a static SVG image (for docs and papers).
+std::string renderTimelineSvg(const Profile& profile, const Plan* plan = nullptr);
+
+// A Chrome Trace Event JSON file that Perfetto (ui.perfetto.dev) and
+// chrome://tracing open: one slice per step laid end to end by its measured
+// time, phase slices around them, memory counters per category, an instant at
+// the peak, and with a plan, flow arrows from each dropped activation's
+// producer step to the step before which the plan recomputes it.
+std::string renderPerfettoTrace(const Profile& profile, const Plan* plan = nullptr);
+
+}  // namespace acprof

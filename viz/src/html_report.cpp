@@ -1,0 +1,55 @@
+// The self-contained HTML pages: uPlot, its licence, the report's script and
+// style and the page data, all inline.
+#include <stdexcept>
+#include <string>
+
+#include "acprof/viz.h"
+#include "embedded_assets.h"
+#include "markup_escape.h"
+#include "report_data.h"
+
+namespace acprof {
+namespace {
+
+std::string htmlPage(const nlohmann::json& data) {
+  using namespace viz::assets;
+  // The licence travels as a comment in front of the code it covers; a "*/"
+  // in it would end the comment early and break the page.
+  if (kUplotLicense.find("*/") != std::string_view::npos)
+    throw std::logic_error("the embedded uPlot LICENSE contains '*/'; embed it another way");
+  std::string page;
+  page.reserve(kUplotJs.size() + kReportJs.size() + 4096);
+  page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  page += "<meta name=\"generator\" content=\"acprof\">\n";
+  page += "<title>acprof: " + viz::escapeMarkupText(data.value("title", "")) + "</title>\n";
+  page += "<style>\n";
+  page += kUplotCss;
+  page += "\n</style>\n<style>\n";
+  page += kReportCss;
+  page += "\n</style>\n</head>\n<body>\n";
+  page += "<main id=\"acprof-report\"><noscript>This report draws its charts with JavaScript; "
+          "open it in a browser with JavaScript enabled.</noscript></main>\n";
+  page += "<script type=\"application/json\" id=\"acprof-data\">";
+  page += viz::jsonForScriptElement(data);
+  page += "</script>\n<script>\n/*! uPlot, embedded by acprof. Licence:\n";
+  page += kUplotLicense;
+  page += "*/\n";
+  page += kUplotJs;
+  page += "\n</script>\n<script>\n";
+  page += kReportJs;
+  page += "\n</script>\n</body>\n</html>\n";
+  return page;
+}
+
+}  // namespace
+
+std::string renderTimelineHtml(const Profile& profile, const Plan* plan) {
+  return htmlPage(viz::timelinePageData(profile, plan));
+}
+
+std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan) {
+  return htmlPage(viz::comparisonPageData(before, after, plan));
+}
+
+}  // namespace acprof

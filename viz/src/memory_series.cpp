@@ -1,0 +1,118 @@
+#include "memory_series.h"
+
+#include <algorithm>
+
+#include "downsample.h"
+
+namespace acprof::viz {
+
+const std::array<CategoryStyle, kCategoryCount>& categoryStackOrder() {
+  static const std::array<CategoryStyle, kCategoryCount> order = {{
+      {Category::Weight, "#006400"},          // darkgreen (PyTorch: PARAMETER)
+      {Category::OptimizerState, "#daa520"},  // goldenrod
+      {Category::Input, "#000000"},           // black
+      {Category::Temporary, "#9370db"},       // mediumpurple
+      {Category::Activation, "#ff0000"},      // red
+      {Category::Gradient, "#0000cd"},        // mediumblue
+      {Category::Output, "#808080"},          // grey (PyTorch: unknown)
+  }};
+  return order;
+}
+
+int64_t totalBytes(const CategoryBytes& bytes) {
+  int64_t sum = 0;
+  for (int64_t b : bytes) sum += b;
+  return sum;
+}
+
+std::vector<CategoryBytes> categoryBytesPerEvent(const Profile& profile) {
+  const int event_count = profile.event_count;
+  // Difference arrays per category: +bytes at the allocation, -bytes at the free.
+  std::vector<CategoryBytes> delta(static_cast<size_t>(event_count) + 1, CategoryBytes{});
+  CategoryBytes running{};
+  for (const TensorRecord& t : profile.tensors) {
+    const int c = static_cast<int>(t.category);
+    if (t.alloc_event < 0)
+      running[c] += t.bytes;
+    else if (t.alloc_event <= event_count)
+      delta[t.alloc_event][c] += t.bytes;
+    if (t.free_event >= 0 && t.free_event < event_count) delta[t.free_event][c] -= t.bytes;
+  }
+  std::vector<CategoryBytes> live(event_count);
+  for (int e = 0; e < event_count; ++e) {
+    for (int c = 0; c < kCategoryCount; ++c) running[c] += delta[e][c];
+    live[e] = running;
+  }
+  return live;
+}
+
+int peakEvent(const std::vector<CategoryBytes>& bytes_per_event) {
+  int peak = -1;
+  int64_t peak_bytes = 0;
+  for (size_t e = 0; e < bytes_per_event.size(); ++e) {
+    const int64_t total = totalBytes(bytes_per_event[e]);
+    if (peak < 0 || total > peak_bytes) {
+      peak = static_cast<int>(e);
+      peak_bytes = total;
+    }
+  }
+  return peak;
+}
+
+SampledTimeline sampleTimeline(const Profile& profile, int max_samples) {
+  const std::vector<CategoryBytes> per_event = categoryBytesPerEvent(profile);
+  std::vector<int64_t> totals(per_event.size());
+  for (size_t e = 0; e < per_event.size(); ++e) totals[e] = totalBytes(per_event[e]);
+  SampledTimeline sampled;
+  sampled.events = peakPreservingSampleIndices(totals, max_samples);
+  for (int e : sampled.events) sampled.bytes.push_back(per_event[e]);
+  sampled.peak_event = peakEvent(per_event);
+  if (sampled.peak_event >= 0) sampled.peak_bytes = per_event[sampled.peak_event];
+  return sampled;
+}
+
+int stepEndEvent(const Profile& profile, int step) {
+  return step + 1 < static_cast<int>(profile.steps.size()) ? profile.steps[step + 1].first_event
+                                                           : profile.event_count;
+}
+
+std::vector<PhaseSpan> phaseSpans(const Profile& profile) {
+  std::vector<PhaseSpan> spans;
+  if (!profile.steps.empty() && profile.steps.front().first_event > 0)
+    spans.push_back({Phase::Setup, 0, profile.steps.front().first_event});
+  for (size_t i = 0; i < profile.steps.size(); ++i) {
+    const Step& step = profile.steps[i];
+    const int end = stepEndEvent(profile, static_cast<int>(i));
+    if (!spans.empty() && spans.back().phase == step.phase)
+      spans.back().end_event = end;
+    else
+      spans.push_back({step.phase, step.first_event, end});
+  }
+  return spans;
+}
+
+PhaseAlignedAxis::PhaseAlignedAxis(const Profile& from, const Profile& onto) {
+  const std::vector<PhaseSpan> a = phaseSpans(from), b = phaseSpans(onto);
+  const bool same_phases = a.size() == b.size() &&
+                           std::equal(a.begin(), a.end(), b.begin(),
+                                      [](const PhaseSpan& x, const PhaseSpan& y) { return x.phase == y.phase; });
+  if (same_phases && !a.empty()) {
+    for (size_t i = 0; i < a.size(); ++i)
+      pieces_.push_back({double(a[i].first_event), double(a[i].end_event), double(b[i].first_event),
+                         double(b[i].end_event)});
+  } else {
+    pieces_.push_back({0, double(from.event_count), 0, double(onto.event_count)});
+  }
+}
+
+double PhaseAlignedAxis::map(double event) const {
+  // The last piece whose start is at or before the event; the ends extrapolate.
+  const Piece* piece = &pieces_.front();
+  for (const Piece& p : pieces_)
+    if (p.from_first <= event) piece = &p;
+  const double from_length = piece->from_end - piece->from_first;
+  if (from_length <= 0) return piece->onto_first;
+  return piece->onto_first + (event - piece->from_first) * (piece->onto_end - piece->onto_first) / from_length;
+}
+
+}  // namespace acprof::viz

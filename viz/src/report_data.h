@@ -1,0 +1,21 @@
+// The data a report page draws, as the JSON that viz/assets/report.js reads.
+// Step-shaped series are sent as explicit corner points (x, value held until
+// the next x), because uPlot's stepped path builder is slow at 100k points.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "acprof/plan_format.h"
+#include "acprof/profile_format.h"
+
+namespace acprof::viz {
+
+// Enough for a full-screen chart (several samples per pixel) while a page
+// with three charts stays a few megabytes and smooth to hover.
+inline constexpr int kMaxChartSamples = 16000;
+
+nlohmann::json timelinePageData(const Profile& profile, const Plan* plan, int max_samples = kMaxChartSamples);
+nlohmann::json comparisonPageData(const Profile& before, const Profile& after, const Plan* plan,
+                                  int max_samples = kMaxChartSamples);
+
+}  // namespace acprof::viz
