@@ -28,7 +28,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const std::exception& e) {
     // Libraries throw one-line errors that already name the problem and the fix.
+    // Some LibTorch messages start with a newline: print the first line that says something.
     std::string message = e.what();
+    const auto start = message.find_first_not_of(" \n\t");
+    message = start == std::string::npos ? std::string("unknown error") : message.substr(start);
     if (const auto newline = message.find('\n'); newline != std::string::npos) message.resize(newline);
     std::cerr << "acprof: error: " << message << std::endl;
     return 1;

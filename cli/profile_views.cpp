@@ -1,12 +1,12 @@
-// Temporary until viz lands: the optional views of 'acprof profile'.
-#include <stdexcept>
-
+// The optional views that 'acprof profile' writes beside the profile.
+#include "acprof/viz.h"
 #include "output_paths.h"
 
 namespace acprof::cli {
 
-void writeViews(const Profile&, const std::string& html_path, const std::string& trace_path) {
-  if (!html_path.empty() || !trace_path.empty()) throw std::runtime_error("--html/--trace are not built yet");
+void writeViews(const Profile& profile, const std::string& html_path, const std::string& trace_path) {
+  if (!html_path.empty()) writeFileAtomically(html_path, renderTimelineHtml(profile));
+  if (!trace_path.empty()) writeFileAtomically(trace_path, renderPerfettoTrace(profile));
 }
 
 }  // namespace acprof::cli

@@ -52,6 +52,8 @@ struct BadInput {
   const char* expected_words;
 };
 
+void PrintTo(const BadInput& input, std::ostream* out) { *out << input.name; }
+
 class ProfileCliBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(ProfileCliBadInput, FailsWithOneLineAndWritesNothing) {

@@ -36,18 +36,18 @@ int64_t total(const CategoryBytes& bytes) {
   return sum;
 }
 
-// models/mlp.py: input float32[64,256]; Linear(256,512) ReLU Linear(512,512) ReLU Linear(512,10).
+// models/mlp.py: input float32[2048,64]; Linear(64,256) ReLU, 3 x (Linear(256,256) ReLU), Linear(256,10).
 TEST(Recorder, MlpCategoriesEqualHandComputedSizes) {
   const Profile p = profileOf("mlp_traced.pt");
-  const int64_t kFloat = 4;
-  const int64_t weights = (256 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10) * kFloat;  // 1,597,480
+  const int64_t kFloat = 4, kBatch = 2048;
+  const int64_t weights = (64 * 256 + 256 + 3 * (256 * 256 + 256) + 256 * 10 + 10) * kFloat;  // 866,344
   EXPECT_EQ(bytesIn(p, Category::Weight), weights);
   EXPECT_EQ(bytesIn(p, Category::Gradient), weights);
-  EXPECT_EQ(bytesIn(p, Category::Input), 64 * 256 * kFloat);
-  // Saved for backward: the two ReLU outputs (addmm saves its input, ReLU its result).
-  EXPECT_EQ(bytesIn(p, Category::Activation), 2 * 64 * 512 * kFloat);
+  EXPECT_EQ(bytesIn(p, Category::Input), kBatch * 64 * kFloat);
+  // Saved for backward: the four ReLU outputs (addmm saves its input, ReLU its result).
+  EXPECT_EQ(bytesIn(p, Category::Activation), 4 * kBatch * 256 * kFloat);
   // The logits and the scalar loss.
-  EXPECT_EQ(bytesIn(p, Category::Output), 64 * 10 * kFloat + kFloat);
+  EXPECT_EQ(bytesIn(p, Category::Output), kBatch * 10 * kFloat + kFloat);
 }
 
 class EveryReferenceModel : public ::testing::TestWithParam<std::string> {};
@@ -77,9 +77,9 @@ TEST_P(EveryReferenceModel, NodesThatSaveTensorsAreLinkedToTheirBackwardWork) {
     if (t.category != Category::Activation) continue;
     ++activations;
     ASSERT_GE(t.producer_node, 0);
-    EXPECT_FALSE(p.nodes[t.producer_node].backward_steps.empty())
-        << p.nodes[t.producer_node].kind << " at " << p.nodes[t.producer_node].scope << " made an activation";
-    // The backward step that released it belongs to a node that made or read it.
+    // Whoever saved it for backward released it: the backward step that freed it
+    // must be linked to a forward node that made or read it. (The maker itself
+    // may have no backward, e.g. a boolean mask saved by masked_fill.)
     ASSERT_GE(t.free_step, 0) << t.name;
     const int releaser = p.steps[t.free_step].node;
     std::set<int> related(t.users.begin(), t.users.end());

@@ -52,6 +52,7 @@ json metaToJson(const ProfileMeta& m) {
               {"torch_version", m.torch_version},
               {"device", m.device},
               {"executor_optimize", m.executor_optimize},
+              {"time_source", m.time_source},
               {"command", m.command},
               {"input_specs", m.input_specs},
               {"target_spec", m.target_spec},
@@ -70,6 +71,7 @@ ProfileMeta metaFromJson(const json& j, const std::string& where) {
   m.torch_version = field<std::string>(j, "torch_version", where);
   m.device = field<std::string>(j, "device", where);
   m.executor_optimize = field<bool>(j, "executor_optimize", where);
+  m.time_source = field<std::string>(j, "time_source", where);
   m.command = field<std::string>(j, "command", where);
   m.input_specs = field<std::vector<std::string>>(j, "input_specs", where);
   m.target_spec = field<std::string>(j, "target_spec", where);

@@ -31,11 +31,6 @@ struct PreparedRun {
   std::string loss_kind;  // as requested, possibly "auto"
 };
 
-std::string firstLine(const std::string& text) {
-  const auto newline = text.find('\n');
-  return newline == std::string::npos ? text : text.substr(0, newline);
-}
-
 std::string forwardSignature(const torch::jit::Graph& graph) {
   std::string names;
   for (size_t i = 1; i < graph.inputs().size(); ++i)
@@ -163,13 +158,15 @@ class IterationRunner {
     c10::IValue output;
     try {
       output = forward();
-    } catch (const c10::Error& e) {
+    } catch (const RecordError&) {
+      throw;
+    } catch (const std::exception& e) {  // c10::Error, or the interpreter's own error types
       session_.endIteration();
       std::string specs;
       for (const InputSpec& s : run_.input_specs) specs += (specs.empty() ? "" : " ") + s.text;
       throw RecordError(fmt::format("the inputs {} do not fit the model: {}; pass the shapes forward expects with "
                                     "--input",
-                                    specs, firstLine(e.what_without_backtrace())));
+                                    specs, oneLineTorchError(e)));
     }
     session_.beginStep(Phase::Loss, -1, "loss");
     outcome.resolved_loss = resolveLossKind(output, run_.loss_kind);
@@ -217,7 +214,7 @@ std::vector<double> stepDurationsUs(const IterationRecord& record) {
     const StepTiming& s = record.steps[i];
     const int64_t next_start = i + 1 < record.steps.size() ? record.steps[i + 1].start_ns : record.end_ns;
     const int64_t end = s.end_ns >= s.start_ns ? s.end_ns : next_start;
-    durations[i] = static_cast<double>(end - s.start_ns) / 1000.0;
+    durations[i] = s.gpu_time_us >= 0 ? s.gpu_time_us : static_cast<double>(end - s.start_ns) / 1000.0;
   }
   return durations;
 }
@@ -455,6 +452,7 @@ Profile recordProfile(const RecordOptions& options) {
   const IterationRecord& record = measured.front().record;
   profile.meta.loss = measured.front().resolved_loss;
   profile.meta.other_executor_mode_peak_bytes = other_mode_peak_bytes;
+  profile.meta.time_source = record.time_source;
 
   // Step times: medians over the measured iterations that ran the same steps.
   std::vector<std::vector<double>> samples(record.steps.size());
@@ -529,6 +527,29 @@ Profile recordProfile(const RecordOptions& options) {
       t.category = Category::Activation;
     else
       t.category = Category::Temporary;
+  }
+
+  // The CUDA caching allocator counts every live block on the device, including
+  // what was there before the iteration and is not a weight, input or optimizer
+  // state (cuBLAS/cuDNN workspaces, tensors a previous iteration left alive).
+  // One record for it keeps the categories adding up to the allocator's bytes.
+  // (The CPU allocator counts only what it saw while profiling was on.)
+  if (device_type == c10::DeviceType::CUDA) {
+    int64_t known_static_bytes = 0;
+    for (const TensorRecord& t : profile.tensors)
+      if (t.alloc_event < 0) known_static_bytes += t.bytes;
+    const int64_t unattributed = profile.meta.allocator_bytes_at_start - known_static_bytes;
+    if (unattributed > 0) {
+      TensorRecord t;
+      t.id = static_cast<int>(profile.tensors.size());
+      t.bytes = unattributed;
+      t.category = Category::Temporary;
+      t.name = "live before the iteration (allocator workspaces and leftovers)";
+      t.device = options.device;
+      t.alloc_event = -1;
+      t.free_event = profile.event_count;
+      profile.tensors.push_back(std::move(t));
+    }
   }
 
   // Readers of each storage, and the derived first/last uses.

@@ -6,6 +6,7 @@
 
 #include <ATen/SequenceNumber.h>
 #include <c10/core/Allocator.h>
+#include <torch/cuda.h>
 
 #include "acprof/torch_compat.h"
 
@@ -74,6 +75,7 @@ RecordingSession::RecordingSession(c10::DeviceType device_type) : device_type_(d
     throw std::logic_error("only one acprof recording session can be active at a time");
   debug_info_guard_ = std::make_unique<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE,
                                                             std::make_shared<AllocationReporter>());
+  if (device_type_ == c10::DeviceType::CUDA) gpu_timer_ = GpuKernelTimer::create();
   record_function_handle_ = at::addThreadLocalCallback(
       at::RecordFunctionCallback(&backwardFunctionStarted, &backwardFunctionEnded)
           .needsInputs(false)
@@ -89,19 +91,41 @@ RecordingSession::~RecordingSession() {
 RecordingSession* RecordingSession::active() { return g_active_session.load(); }
 
 void RecordingSession::beginIteration() {
+  if (device_type_ == c10::DeviceType::CUDA) torch::cuda::synchronize();
   std::lock_guard<std::mutex> lock(mutex_);
   current_ = IterationRecord{};
+  ++iteration_count_;
+  if (device_type_ == c10::DeviceType::CUDA) current_.time_source = gpu_timer_ ? "cupti_kernels" : "cuda_sync_wall";
   recording_ = true;
 }
 
 IterationRecord RecordingSession::endIteration() {
+  if (device_type_ == c10::DeviceType::CUDA) torch::cuda::synchronize();
+  if (gpu_timer_ && main_thread_in_step_) gpu_timer_->leaveStep();
+  main_thread_in_step_ = false;
+  std::unordered_map<uint64_t, double> kernel_us;
+  if (gpu_timer_) kernel_us = gpu_timer_->collectKernelTimeUs();
   std::lock_guard<std::mutex> lock(mutex_);
   recording_ = false;
   current_.end_ns = nowNs();
+  if (gpu_timer_)
+    for (size_t i = 0; i < current_.steps.size(); ++i) {
+      auto it = kernel_us.find(stepKey(static_cast<int>(i)));
+      current_.steps[i].gpu_time_us = it == kernel_us.end() ? 0.0 : it->second;
+    }
   return std::move(current_);
 }
 
 void RecordingSession::beginStep(Phase phase, int node, const std::string& op) {
+  if (device_type_ == c10::DeviceType::CUDA && !gpu_timer_) torch::cuda::synchronize();
+  addStep(phase, node, op);
+  if (!gpu_timer_) return;
+  if (main_thread_in_step_) gpu_timer_->leaveStep();
+  gpu_timer_->enterStep(stepKey(currentStep()));
+  main_thread_in_step_ = true;
+}
+
+void RecordingSession::addStep(Phase phase, int node, const std::string& op) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!recording_) return;
   StepTiming step;
@@ -140,12 +164,14 @@ void RecordingSession::onObservedValue(int node, int output_index, int list_inde
 }
 
 void RecordingSession::onBackwardFunctionStart(const char* name, int64_t sequence_nr) {
-  beginStep(Phase::Backward, -1, name ? name : "");
+  addStep(Phase::Backward, -1, name ? name : "");
+  if (gpu_timer_) gpu_timer_->enterStep(stepKey(currentStep()));
   std::lock_guard<std::mutex> lock(mutex_);
   if (recording_ && !current_.steps.empty()) current_.steps.back().autograd_sequence_nr = sequence_nr;
 }
 
 void RecordingSession::onBackwardFunctionEnd(int step) {
+  if (gpu_timer_) gpu_timer_->leaveStep();
   std::lock_guard<std::mutex> lock(mutex_);
   if (recording_ && step >= 0 && step < static_cast<int>(current_.steps.size())) current_.steps[step].end_ns = nowNs();
 }

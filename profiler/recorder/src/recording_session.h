@@ -20,6 +20,7 @@
 #include <ATen/record_function.h>
 
 #include "acprof/profile_format.h"
+#include "gpu_kernel_timer.h"
 
 namespace acprof {
 
@@ -39,6 +40,7 @@ struct StepTiming {
   int first_event = 0;
   int64_t start_ns = 0;
   int64_t end_ns = -1;           // set by RecordFunction's end for backward steps
+  double gpu_time_us = -1;       // summed kernel time on CUDA with CUPTI, else -1
 };
 
 // A forward value seen by the observer op right after its node ran.
@@ -52,7 +54,11 @@ struct ObservedValue {
   int event_index = 0;           // number of events recorded before it
 };
 
+// How step times were taken: "cpu_wall" (CPU), "cupti_kernels" (CUDA with
+// CUPTI: summed GPU kernel time), "cuda_sync_wall" (CUDA without CUPTI: wall
+// time with the device synchronized at every step boundary).
 struct IterationRecord {
+  std::string time_source = "cpu_wall";
   std::vector<AllocationEvent> events;
   std::vector<StepTiming> steps;
   std::vector<ObservedValue> observed;
@@ -72,6 +78,7 @@ class RecordingSession {
   void beginIteration();
   IterationRecord endIteration();
 
+  // A step that the calling (main) thread runs after the previous one.
   void beginStep(Phase phase, int node, const std::string& op);
 
   // Called by the hooks.
@@ -86,10 +93,16 @@ class RecordingSession {
   static RecordingSession* active();
 
  private:
+  void addStep(Phase phase, int node, const std::string& op);
+  uint64_t stepKey(int step) const { return (iteration_count_ << 24) | static_cast<uint64_t>(step); }
+
   c10::DeviceType device_type_;
   mutable std::mutex mutex_;
   bool recording_ = false;
   IterationRecord current_;
+  uint64_t iteration_count_ = 0;
+  std::unique_ptr<GpuKernelTimer> gpu_timer_;  // CUDA with CUPTI only
+  bool main_thread_in_step_ = false;
   std::unique_ptr<c10::DebugInfoGuard> debug_info_guard_;
   at::CallbackHandle record_function_handle_ = 0;
 };

@@ -23,10 +23,6 @@ at::ScalarType scalarTypeOf(const std::string& dtype) {
   return at::kBool;
 }
 
-std::string firstLine(const std::string& text) {
-  const auto newline = text.find('\n');
-  return newline == std::string::npos ? text : text.substr(0, newline);
-}
 
 // Every tensor in an output IValue (tensor, tuple, list, dict values), in order.
 void collectTensors(const c10::IValue& value, std::vector<at::Tensor>& out) {
@@ -43,6 +39,26 @@ void collectTensors(const c10::IValue& value, std::vector<at::Tensor>& out) {
 
 }  // namespace
 
+std::string oneLineTorchError(const std::exception& error) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
+  const std::string text = torch_error ? torch_error->what_without_backtrace() : error.what();
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = text.find('\n', start);
+    const std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (line.find_first_not_of(" \t") != std::string::npos) lines.push_back(line);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (lines.empty()) return "unknown LibTorch error";
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    const auto marker = it->find("Error: ");
+    if (marker != std::string::npos && it->rfind(" ", 0) != 0) return it->substr(marker + 7);
+  }
+  return lines.front();
+}
+
 torch::jit::Module loadModel(const std::string& path, const std::string& device) {
   if (!std::filesystem::exists(path))
     throw RecordError(fmt::format("{}: no such file; pass the path of a TorchScript model (torch.jit.save)", path));
@@ -51,10 +67,10 @@ torch::jit::Module loadModel(const std::string& path, const std::string& device)
   torch::jit::Module module;
   try {
     module = torch::jit::load(path, c10::Device(device));
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {
     throw RecordError(fmt::format("{}: not a loadable TorchScript model ({}); export it with torch.jit.trace or "
                                   "torch.jit.script and save it with torch.jit.save",
-                                  path, firstLine(e.what_without_backtrace())));
+                                  path, oneLineTorchError(e)));
   }
   if (!module.find_method("forward"))
     throw RecordError(fmt::format("{}: the TorchScript module has no forward method; export the training module",

@@ -119,6 +119,9 @@ struct ProfileMeta {
   std::string torch_version;
   std::string device = "cpu";
   bool executor_optimize = false;
+  // How step times were taken: cpu_wall, cupti_kernels (summed GPU kernel time
+  // per step), or cuda_sync_wall (wall time, device synchronized at each step).
+  std::string time_source = "cpu_wall";
   std::string command;
   std::vector<std::string> input_specs;   // "float32[32,3,224,224]"
   std::string target_spec;                // "" when the model returns the loss

@@ -27,6 +27,10 @@ struct StepConfig {
 // with a one-line message when the file is missing or not TorchScript.
 torch::jit::Module loadModel(const std::string& path, const std::string& device);
 
+// The one line of a LibTorch error that says what went wrong: TorchScript
+// errors start with a generic line and end with "RuntimeError: <the reason>".
+std::string oneLineTorchError(const std::exception& error);
+
 // Reads the input/target specs that models/ export scripts store in the archive
 // (archive extra files "acprof_inputs", one spec per line; "acprof_target"; "acprof_loss").
 // Missing entries are returned empty.

@@ -1,0 +1,101 @@
+// Built when CUPTI was found at configure time (it compiles and links on a
+// CPU-only machine; it only runs where there is a GPU).
+#include <cupti.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "gpu_kernel_timer.h"
+
+namespace acprof {
+namespace {
+
+#if CUPTI_API_VERSION >= 130000
+using KernelRecord = CUpti_ActivityKernel10;
+#else
+using KernelRecord = CUpti_ActivityKernel9;
+#endif
+
+constexpr size_t kBufferBytes = 8 << 20;
+constexpr CUpti_ExternalCorrelationKind kCorrelationKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+
+// CUPTI delivers records to plain-function callbacks on its own thread, so the
+// records land in process-wide state guarded by one mutex.
+struct CollectedRecords {
+  std::mutex mutex;
+  std::unordered_map<uint32_t, double> kernel_us_by_correlation;
+  std::unordered_map<uint32_t, uint64_t> step_by_correlation;
+};
+CollectedRecords& collected() {
+  static CollectedRecords records;
+  return records;
+}
+
+void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = kBufferBytes;
+  *max_records = 0;
+}
+
+void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid_size) {
+  CUpti_Activity* record = nullptr;
+  CollectedRecords& out = collected();
+  std::lock_guard<std::mutex> lock(out.mutex);
+  while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      const auto* kernel = reinterpret_cast<const KernelRecord*>(record);
+      out.kernel_us_by_correlation[kernel->correlationId] += (kernel->end - kernel->start) / 1000.0;
+    } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+      const auto* link = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      if (link->externalKind == kCorrelationKind) out.step_by_correlation[link->correlationId] = link->externalId;
+    }
+  }
+  std::free(buffer);
+}
+
+class CuptiKernelTimer : public GpuKernelTimer {
+ public:
+  static std::unique_ptr<GpuKernelTimer> start() {
+    if (cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted) != CUPTI_SUCCESS) return nullptr;
+    if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) return nullptr;
+    if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != CUPTI_SUCCESS) {
+      cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      return nullptr;
+    }
+    return std::unique_ptr<GpuKernelTimer>(new CuptiKernelTimer());
+  }
+
+  ~CuptiKernelTimer() override {
+    cuptiActivityFlushAll(1);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
+
+  void enterStep(uint64_t step_key) override { cuptiActivityPushExternalCorrelationId(kCorrelationKind, step_key); }
+
+  void leaveStep() override {
+    uint64_t ignored = 0;
+    cuptiActivityPopExternalCorrelationId(kCorrelationKind, &ignored);
+  }
+
+  std::unordered_map<uint64_t, double> collectKernelTimeUs() override {
+    cuptiActivityFlushAll(1);  // forced: delivers every completed buffer now
+    CollectedRecords& in = collected();
+    std::lock_guard<std::mutex> lock(in.mutex);
+    std::unordered_map<uint64_t, double> by_step;
+    for (const auto& [correlation, us] : in.kernel_us_by_correlation) {
+      auto it = in.step_by_correlation.find(correlation);
+      if (it != in.step_by_correlation.end()) by_step[it->second] += us;
+    }
+    in.kernel_us_by_correlation.clear();
+    in.step_by_correlation.clear();
+    return by_step;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<GpuKernelTimer> GpuKernelTimer::create() { return CuptiKernelTimer::start(); }
+
+}  // namespace acprof

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The main job on the bundled default model: installs everything (apt, npm),
+# builds, exports ResNet-18 (batch 8, 3x128x128) and runs profile -> plan ->
+# rewrite in demo/, exactly as a user types them there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+mkdir -p demo
+/usr/bin/python3 models/export_all.py --set demo --out demo
+acprof="$(pwd)/build/cli/acprof"
+cd demo
+"$acprof" profile resnet18_traced.pt
+"$acprof" plan --budget 60%
+"$acprof" rewrite
+echo
+echo "before/after memory timelines: $(pwd)/report.html"
