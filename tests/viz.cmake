@@ -6,3 +6,13 @@ acprof_add_test(viz_tests
   LIBS acprof_viz nlohmann_json::nlohmann_json)
 # The tests reach the library's internals (downsampling, embedded assets).
 target_include_directories(viz_tests PRIVATE ${CMAKE_SOURCE_DIR}/viz/src)
+
+# Browser test: a real profile, plan and rewrite of a test model, both report
+# pages opened in Debian's chromium through playwright-core (npm ci), offline.
+find_program(ACPROF_NODE NAMES node nodejs REQUIRED)
+add_test(NAME viz_browser_reports
+         COMMAND ${ACPROF_NODE} ${CMAKE_SOURCE_DIR}/tests/browser/real_reports_test.mjs
+                 --acprof $<TARGET_FILE:acprof>
+                 --model ${ACPROF_TEST_MODELS_DIR}/resnet18_traced.pt
+                 --workdir ${CMAKE_CURRENT_BINARY_DIR}/viz-browser-reports)
+set_tests_properties(viz_browser_reports PROPERTIES FIXTURES_REQUIRED test_models TIMEOUT 300)

@@ -193,6 +193,9 @@
   function clipToPlot(u, draw) {
     const ctx = u.ctx;
     ctx.save();
+    // uPlot leaves its axis-label alignment on the context; start from a known state.
+    ctx.textAlign = "left";
+    ctx.textBaseline = "alphabetic";
     ctx.beginPath();
     ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
     ctx.clip();
