@@ -144,8 +144,20 @@ export async function checkReport(reportPath, { screenshot = null } = {}) {
     check(pageErrors.length === 0, `the page reported errors: ${pageErrors.join(" | ")}`);
 
     if (args.screenshot) {
-      await page.mouse.move(target.x, target.y);
-      await page.screenshot({ path: args.screenshot, fullPage: false });
+      // The header and every chart, with the tooltip at the peak; the tables
+      // stay out. The viewport grows first: a resize redraws the charts and
+      // would drop the cursor.
+      const bottom = await page.evaluate(() => document.querySelector(".charts").getBoundingClientRect().bottom + 8);
+      await page.setViewportSize({ width: 1280, height: Math.ceil(bottom) });
+      await page.waitForTimeout(200);
+      const peakAt = await page.evaluate((p) => {
+        const u = window.acprofCharts[0];
+        const r = u.over.getBoundingClientRect();
+        return { x: r.left + u.valToPos((p.x + p.x_end) / 2, "x"), y: r.top + r.height / 2 };
+      }, peak);
+      await page.mouse.move(peakAt.x - 20, peakAt.y);
+      await page.mouse.move(peakAt.x, peakAt.y, { steps: 4 });
+      await page.screenshot({ path: args.screenshot });
     }
   } finally {
     await context.close();

@@ -160,6 +160,16 @@
   function hideTooltip() {
     tooltip.style.display = "none";
   }
+  // Cursors are synced across charts, so every chart's setCursor hook fires on
+  // a move; only the chart under the mouse owns the tooltip.
+  let hoveredChart = null;
+  function trackHover(u) {
+    u.over.addEventListener("mouseenter", () => (hoveredChart = u));
+    u.over.addEventListener("mouseleave", () => {
+      if (hoveredChart === u) hoveredChart = null;
+      hideTooltip();
+    });
+  }
   function stepRows(profile, sample, prefix) {
     const steps = profile.steps;
     const step = profile.samples.step[sample];
@@ -418,6 +428,7 @@
                     points: { show: false } });
     const onCursor = (u) => {
       const idx = u.cursor.idx;
+      if (u !== hoveredChart) return;
       if (idx === null || idx === undefined || u.cursor.left < 0) return hideTooltip();
       const sample = idx >> 1;
       const rows = stepRows(profile, sample);
@@ -439,7 +450,7 @@
       },
       (u) => drawPhases(u, profile), onCursor);
     const u = new uPlot(opts, stackedData(profile), container);
-    u.over.addEventListener("mouseleave", hideTooltip);
+    trackHover(u);
     enablePan(u);
     charts.push(u);
     return u;
@@ -460,6 +471,7 @@
     ];
     const onCursor = (u) => {
       const idx = u.cursor.idx;
+      if (u !== hoveredChart) return;
       if (idx === null || idx === undefined || u.cursor.left < 0) return hideTooltip();
       const merged = idx >> 1;
       const rows = stepRows(before, overlay.before_sample[merged], "before: ");
@@ -478,7 +490,7 @@
       },
       (u) => drawPhases(u, before), onCursor);
     const u = new uPlot(opts, [overlay.x, overlay.before, overlay.after], container);
-    u.over.addEventListener("mouseleave", hideTooltip);
+    trackHover(u);
     enablePan(u);
     charts.push(u);
     return u;
