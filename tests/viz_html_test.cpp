@@ -143,6 +143,26 @@ TEST(TimelineHtml, PlanAddsBudgetPredictionSegmentHighlightsAndTheSegmentsTable)
   EXPECT_EQ(activations[1]["dropped"], false);
 }
 
+TEST(TimelineHtml, LongTimelinesAreDownsampledToABoundedChartThatKeepsThePeak) {
+  const int64_t spike = 300LL << 20;
+  const Profile profile = testing::longSawtoothProfile(400'000, 123'456, spike);
+  const json data = embeddedData(renderTimelineHtml(profile));
+  const json& section = data["profiles"][0];
+  EXPECT_TRUE(section["downsampled"].get<bool>());
+  EXPECT_LE(section["samples"]["event"].size(), 16001u);
+  EXPECT_EQ(section["chart"]["x"].size(), 2 * section["samples"]["event"].size());
+  EXPECT_EQ(section["peak"]["event"], 123'456);
+  EXPECT_EQ(section["peak"]["bytes"], (1 << 20) + spike);
+  // The spike is drawn: some corner of the stack reaches it exactly.
+  int64_t drawn_max = 0;
+  for (size_t i = 0; i < section["chart"]["x"].size(); ++i) {
+    int64_t total = 0;
+    for (const json& category : section["chart"]["bytes"]) total += category[i].get<int64_t>();
+    drawn_max = std::max(drawn_max, total);
+  }
+  EXPECT_EQ(drawn_max, (1 << 20) + spike);
+}
+
 TEST(TimelineHtml, RejectsAPlanMadeForAnotherModel) {
   const Profile profile = testing::smallTrainingProfile();
   Plan plan = testing::smallTrainingPlan(profile);
