@@ -15,7 +15,8 @@ std::string infeasibleMessage(const Simulator& simulator, const std::string& sol
   const int64_t gradients = categoryBytes(b, Category::Gradient);
   const int64_t optimizer = categoryBytes(b, Category::OptimizerState);
   const int64_t inputs = categoryBytes(b, Category::Input);
-  const Step& step = simulator.profile().steps[best.peak_step];
+  const std::vector<Step>& steps = simulator.profile().steps;
+  const Step& step = best.peak_step >= 0 ? steps[best.peak_step] : Step{};
   return fmt::format(
       "budget {} is below the smallest peak the {} solver reached, {} ({} B) {} step {} ({} {}); of it {} cannot "
       "be removed by any recompute (weights {}, gradients {}, optimizer state {}, inputs {}); raise the budget "

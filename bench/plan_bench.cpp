@@ -1,0 +1,63 @@
+// How long planning takes on generated profiles of 1k, 10k and 50k forward
+// nodes (residual blocks with activations, workspaces and backward steps; see
+// tests/planner_test_profiles.h), per solver and budget.
+//
+//   acprof_plan_bench [node_counts...]     (default 1000 10000 50000)
+//
+// Target (planner issue): mu-two plans a 10k-node graph in at most 0.5 s.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "acprof/solver.h"
+#include "planner_test_profiles.h"
+
+namespace {
+
+constexpr double kTargetSecondsAt10k = 0.5;
+constexpr int kNodesPerBlock = 6;  // a constant and five operators
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> node_counts = {1000, 10000, 50000};
+  if (argc > 1) {
+    node_counts.clear();
+    for (int i = 1; i < argc; ++i) node_counts.push_back(std::atoi(argv[i]));
+  }
+  std::printf("%8s %8s %8s %7s %7s %10s %10s %10s %9s\n", "nodes", "tensors", "events", "solver", "budget",
+              "peak/base", "segments", "seconds", "vs 0.5 s");
+  for (int nodes : node_counts) {
+    const acprof::Profile profile = acprof::testing::residualNetworkProfile(nodes / kNodesPerBlock, 42);
+    const auto index_start = std::chrono::steady_clock::now();
+    const acprof::Simulator simulator(profile);
+    const int64_t baseline = simulator.simulate({}).peak_bytes;
+    const double setup_seconds = secondsSince(index_start);
+    std::printf("%8zu %8zu %8d   (index + baseline simulation: %.3f s)\n", profile.nodes.size(),
+                profile.tensors.size(), profile.event_count, setup_seconds);
+    for (const char* solver : {"mu-two", "chen"})
+      for (double fraction : {0.7, 0.5}) {
+        const int64_t budget = static_cast<int64_t>(fraction * static_cast<double>(baseline));
+        const auto start = std::chrono::steady_clock::now();
+        double peak_ratio = 0;
+        size_t segments = 0;
+        try {
+          const acprof::SolverResult r = acprof::solveRecompute(simulator, solver, budget);
+          peak_ratio = static_cast<double>(r.simulation.peak_bytes) / static_cast<double>(baseline);
+          segments = r.decision.size();
+        } catch (const acprof::InfeasibleBudget& e) {
+          peak_ratio = static_cast<double>(e.smallest_peak_bytes) / static_cast<double>(baseline);
+        }
+        const double seconds = secondsSince(start);
+        std::printf("%8zu %8s %8s %7s %6.0f%% %10.3f %10zu %10.3f %8.2fx%s\n", profile.nodes.size(), "", "", solver,
+                    100 * fraction, peak_ratio, segments, seconds,
+                    seconds / kTargetSecondsAt10k, peak_ratio * baseline > budget ? "  (infeasible)" : "");
+      }
+  }
+  return 0;
+}

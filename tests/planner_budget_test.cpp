@@ -1,0 +1,61 @@
+// Budget parsing: every unit of the convention in acprof/budget.h, and errors.
+#include "acprof/budget.h"
+
+#include <gtest/gtest.h>
+
+namespace acprof {
+namespace {
+
+constexpr int64_t kPeak = 8'000'000'000;  // profiled peak for percentages
+
+TEST(PlannerBudget, PlainBytes) {
+  EXPECT_EQ(parseBudget("6442450944", kPeak), 6442450944);
+  EXPECT_EQ(parseBudget("512B", kPeak), 512);
+  EXPECT_EQ(parseBudget(" 512 b ", kPeak), 512);
+}
+
+TEST(PlannerBudget, DecimalUnitsArePowersOfThousand) {
+  EXPECT_EQ(parseBudget("64K", kPeak), 64'000);
+  EXPECT_EQ(parseBudget("64KB", kPeak), 64'000);
+  EXPECT_EQ(parseBudget("512MB", kPeak), 512'000'000);
+  EXPECT_EQ(parseBudget("2M", kPeak), 2'000'000);
+  EXPECT_EQ(parseBudget("6GB", kPeak), 6'000'000'000);
+  EXPECT_EQ(parseBudget("6 gb", kPeak), 6'000'000'000);
+  EXPECT_EQ(parseBudget("1G", kPeak), 1'000'000'000);
+  EXPECT_EQ(parseBudget("1.5TB", kPeak), 1'500'000'000'000);
+}
+
+TEST(PlannerBudget, BinaryUnitsArePowersOf1024) {
+  EXPECT_EQ(parseBudget("64KiB", kPeak), 65'536);
+  EXPECT_EQ(parseBudget("512MiB", kPeak), 536'870'912);
+  EXPECT_EQ(parseBudget("6GiB", kPeak), 6'442'450'944);
+  EXPECT_EQ(parseBudget("6 gib", kPeak), 6'442'450'944);
+  EXPECT_EQ(parseBudget("1TiB", kPeak), 1'099'511'627'776);
+  EXPECT_EQ(parseBudget("1.5KiB", kPeak), 1'536);
+}
+
+TEST(PlannerBudget, PercentOfTheProfiledPeak) {
+  EXPECT_EQ(parseBudget("60%", kPeak), 4'800'000'000);
+  EXPECT_EQ(parseBudget("60 %", kPeak), 4'800'000'000);
+  EXPECT_EQ(parseBudget("12.5%", kPeak), 1'000'000'000);
+  EXPECT_EQ(parseBudget("33%", 1000), 330);
+  EXPECT_EQ(parseBudget("150%", 1000), 1500);
+}
+
+TEST(PlannerBudget, GarbageZeroAndNegativeAreOneLineErrorsWithAnExample) {
+  for (const char* text : {"", "   ", "GB", "six GB", "6XB", "6 GBs", "0", "0GB", "-1GB", "-5%", "0%", "0.1",
+                           "nan", "inf", "6G B"}) {
+    try {
+      parseBudget(text, kPeak);
+      ADD_FAILURE() << "accepted '" << text << "'";
+    } catch (const BudgetError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("6GB"), std::string::npos) << message;
+      EXPECT_NE(message.find("60%"), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace acprof

@@ -1,0 +1,74 @@
+// From a profile and a budget to a Plan: every field, and the table the CLI prints.
+#include "acprof/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "acprof/budget.h"
+#include "planner_test_profiles.h"
+
+namespace acprof {
+namespace {
+
+using testing::chainProfile;
+
+Profile chainWithMeta() {
+  Profile p = chainProfile(4, 100, {10, 1, 1, 10});
+  p.meta.model_sha256 = "f00d";
+  p.meta.model_path = "chain.pt";
+  return p;
+}
+
+// The chain of planner_solver_test.cpp at 1450 B: [0, 1] (a0 dropped), 1400 B.
+// Step times: forward 10 + 1 + 1 + 10, loss 1, four backward steps of 1 = 27 us.
+TEST(PlannerPlan, PlanRecordsTheDecisionAndItsPrediction) {
+  const Profile p = chainWithMeta();
+  const Plan plan = planRecompute(p, PlanRequest{"runs/profile.json", "1450", "mu-two"});
+  EXPECT_EQ(plan.model_sha256, "f00d");
+  EXPECT_EQ(plan.model_path, "chain.pt");
+  EXPECT_EQ(plan.profile_path, "runs/profile.json");
+  EXPECT_EQ(plan.solver, "mu-two");
+  EXPECT_EQ(plan.budget_text, "1450");
+  EXPECT_EQ(plan.budget_bytes, 1450);
+  EXPECT_EQ(plan.baseline_peak_bytes, 1500);
+  EXPECT_EQ(plan.predicted_peak_bytes, 1400);
+  EXPECT_EQ(plan.predicted_peak_step, 5);
+  EXPECT_DOUBLE_EQ(plan.baseline_iteration_time_us, 27);
+  EXPECT_DOUBLE_EQ(plan.extra_time_us, 11);
+  ASSERT_EQ(plan.segments.size(), 1u);
+  const SegmentCut& cut = plan.segments[0];
+  EXPECT_EQ(cut.first_node, 0);
+  EXPECT_EQ(cut.last_node, 1);
+  EXPECT_EQ(cut.input_values, std::vector<std::string>{"x"});
+  EXPECT_EQ(cut.output_values, std::vector<std::string>{"a1"});
+  EXPECT_EQ(cut.dropped_tensors, std::vector<int>{1});  // tensor 0 is the weights, 1 is a0
+  EXPECT_EQ(cut.dropped_bytes, 100);
+  EXPECT_DOUBLE_EQ(cut.recompute_time_us, 11);
+  EXPECT_EQ(plan.predicted_timeline.size(), p.steps.size() + 1);  // + the recompute before step 7
+  // The plan survives its own format.
+  EXPECT_EQ(planToJson(planFromJson(planToJson(plan), "plan.json")), planToJson(plan));
+}
+
+TEST(PlannerPlan, PercentBudgetIsOfTheProfiledPeak) {
+  const Plan plan = planRecompute(chainWithMeta(), PlanRequest{"p.json", "95%", "mu-two"});
+  EXPECT_EQ(plan.budget_bytes, 1425);  // 95 % of 1500
+  EXPECT_EQ(plan.predicted_peak_bytes, 1400);
+}
+
+// Saving 100 of 1500 B = 6.7 %; extra 11 us of a 27 us iteration = 0.011 ms, 40.7 %.
+TEST(PlannerPlan, SummaryTableShowsSavingAndExtraTime) {
+  const Plan plan = planRecompute(chainWithMeta(), PlanRequest{"p.json", "1450", "mu-two"});
+  const std::string text = planSummaryText(plan);
+  EXPECT_NE(text.find("1500 B"), std::string::npos) << text;
+  EXPECT_NE(text.find("1400 B"), std::string::npos) << text;
+  EXPECT_NE(text.find("100 B (6.7 %)"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.011 ms (40.7 %"), std::string::npos) << text;
+  EXPECT_NE(text.find("segments        1"), std::string::npos) << text;
+}
+
+TEST(PlannerPlan, BadBudgetAndInfeasibleBudgetAreErrors) {
+  EXPECT_THROW(planRecompute(chainWithMeta(), PlanRequest{"p.json", "lots", "mu-two"}), BudgetError);
+  EXPECT_THROW(planRecompute(chainWithMeta(), PlanRequest{"p.json", "1300", "mu-two"}), InfeasibleBudget);
+}
+
+}  // namespace
+}  // namespace acprof

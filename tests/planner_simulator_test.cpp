@@ -1,0 +1,275 @@
+// The simulator against timelines computed by hand from the rules in
+// planner/src/memory_rules.h. Byte counts are small round numbers so that each
+// expected value can be checked in the comment above it.
+#include "acprof/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "planner_test_profiles.h"
+
+namespace acprof {
+namespace {
+
+using testing::chainProfile;
+using testing::ProfileBuilder;
+
+const std::vector<double> kUnitTimes = {1, 1, 1, 1};
+
+TEST(PlannerSimulator, EmptyDecisionReproducesLiveBytesAndStepPeaksExactly) {
+  const Profile p = chainProfile(4, 100, kUnitTimes);
+  const Simulator simulator(p);
+  EXPECT_EQ(simulator.liveBytesPerEvent({}), liveBytesPerEvent(p));
+  // Weights 1000; forward adds 100 per event; backward: +g, -a, +g, -g, -a, ...
+  EXPECT_EQ(liveBytesPerEvent(p),
+            (std::vector<int64_t>{1100, 1200, 1300, 1400, 1500, 1400, 1500, 1400, 1300, 1400, 1300, 1200, 1100, 1000}));
+  const SimulationResult none = simulator.simulate({});
+  EXPECT_EQ(none.peak_bytes, p.summary.peak_bytes);
+  EXPECT_EQ(none.peak_bytes, 1500);
+  EXPECT_EQ(none.peak_step, p.summary.peak_step);
+  EXPECT_EQ(none.peak_breakdown, p.summary.peak_breakdown);
+  ASSERT_EQ(none.timeline.size(), p.steps.size());
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    EXPECT_EQ(none.timeline[s].step, static_cast<int>(s));
+    EXPECT_FALSE(none.timeline[s].recompute);
+    EXPECT_EQ(none.timeline[s].peak_bytes, p.steps[s].peak_bytes) << "step " << s;
+  }
+  EXPECT_EQ(none.extra_time_us, 0);
+}
+
+// Chain of 4, segment [0, 1]: backward steps of nodes 0 and 1 are 8 and 7, so
+// the recompute runs before step 7 (event 9) and the segment ends after step 8.
+// a0 (read only by node 1) is internal: freed at the end of step 1 (before
+// event 2), recomputed before event 9, freed at its original event 13.
+// a1 is read by node 2: an output; its original free (event 11, step 7) is
+// inside [7, 8], so it goes at the recompute, and its copy lives to the end.
+//   events 0..8: 1100 1200 | a0 gone: 1200 1300 1400 1300 1400 1300 1200
+//   before event 9: -a1 = 1100; recompute +a0 +a1 = 1300 (its peak)
+// g1, the gradient the segment received, is held by its backward until it
+// returns (after step 8) instead of going at event 10:
+//   events 9..13: +g0 1400, (g1 held) 1400, (a1's old free) 1400, -g0 1300, -a0 1200
+TEST(PlannerSimulator, ChainSegmentOverFirstTwoNodesLowersPeakByOneActivation) {
+  const Profile p = chainProfile(4, 100, {3, 5, 7, 11});
+  const Simulator simulator(p);
+  EXPECT_EQ(simulator.liveBytesPerEvent({{0, 1}}),
+            (std::vector<int64_t>{1100, 1200, 1200, 1300, 1400, 1300, 1400, 1300, 1200, 1400, 1400, 1400, 1300, 1200}));
+  const SimulationResult r = simulator.simulate({{0, 1}});
+  EXPECT_EQ(r.peak_bytes, 1400);
+  EXPECT_EQ(r.peak_step, 5);  // event 4, first to reach 1400, is in node 3's backward step
+  EXPECT_FALSE(r.peak_in_recompute);
+  EXPECT_DOUBLE_EQ(r.extra_time_us, 3 + 5);
+  // Timeline: 9 steps plus the recompute point before step 7, placed before it.
+  ASSERT_EQ(r.timeline.size(), p.steps.size() + 1);
+  EXPECT_EQ(r.timeline[7].step, 7);
+  EXPECT_TRUE(r.timeline[7].recompute);
+  EXPECT_EQ(r.timeline[7].peak_bytes, 1300);
+  EXPECT_EQ(r.timeline[8].step, 7);
+  EXPECT_EQ(r.timeline[8].peak_bytes, 1400);  // start of step 7 is 1300, +g0 = 1400
+  // At the peak (event 4): weights 1000, a1 and a2 (activations), a3 (output), g2 (made
+  // and freed in backward: temporary); a0 is dropped.
+  EXPECT_EQ(r.peak_breakdown[static_cast<int>(Category::Weight)], 1000);
+  EXPECT_EQ(r.peak_breakdown[static_cast<int>(Category::Activation)], 200);  // a1, a2 (a0 dropped)
+  EXPECT_EQ(r.peak_breakdown[static_cast<int>(Category::Output)], 100);      // a3
+  EXPECT_EQ(r.peak_breakdown[static_cast<int>(Category::Temporary)], 100);   // g2
+}
+
+// Segment [0, 2] recomputes a0, a1 and the output a2 before step 6 (event 6)
+// while g2, the gradient of a2, is alive - and held until the segment's
+// backward returns (after step 8), where the original freed it at event 7:
+//   events 0..5: 1100 1200 | -a0 1200 | -a1 1200 1300 1200
+//   before event 6: -a2 = 1100; recompute +300 = 1400
+//   event 6: +g1 = 1500; e7 (g2 held) 1500; e8 (a2's old free, moved) 1500;
+//   e9 +g0 = 1600 -- above the no-recompute peak of 1500.
+TEST(PlannerSimulator, LongerChainSegmentGivesBackMoreThanItsSaving) {
+  const Profile p = chainProfile(4, 100, kUnitTimes);
+  const Simulator simulator(p);
+  EXPECT_EQ(simulator.liveBytesPerEvent({{0, 2}}),
+            (std::vector<int64_t>{1100, 1200, 1200, 1200, 1300, 1200, 1500, 1500, 1500, 1600, 1500, 1400, 1300, 1200}));
+  const SimulationResult r = simulator.simulate({{0, 2}});
+  EXPECT_EQ(r.peak_bytes, 1600);
+  EXPECT_EQ(r.peak_step, 7);
+}
+
+// The whole chain as one segment (the 3-layer measurement): a2 dies at the end
+// of step 3, a3 (the output) at the recompute before step 5 (event 4), which
+// brings back all four, a3 as a copy alive until the end:
+//   events 0..3: 1100 1200 | -a0 1200 | -a1 1200 ; before event 4: -a2 -a3 = 1000,
+//   recompute +400 = 1400; event 4 +g2 1500, event 5 (a3's old free) 1500,
+//   event 6 +g1 = 1600 > 1500: the segment RAISES the peak by 100 B (6.7 %).
+TEST(PlannerSimulator, SegmentOverTheWholeChainRaisesThePeak) {
+  const Profile p = chainProfile(4, 100, kUnitTimes);
+  const Simulator simulator(p);
+  const SimulationResult r = simulator.simulate({{0, 3}});
+  EXPECT_EQ(r.peak_bytes, 1600);
+  EXPECT_EQ(r.peak_step, 6);
+  EXPECT_GT(r.peak_bytes, simulator.simulate({}).peak_bytes);
+  // The recompute point before step 5: 1000 + a0..a3.
+  bool found = false;
+  for (const TimelinePoint& point : r.timeline)
+    if (point.recompute) {
+      EXPECT_EQ(point.step, 5);
+      EXPECT_EQ(point.peak_bytes, 1400);
+      found = true;
+    }
+  EXPECT_TRUE(found);
+}
+
+// Attention-like: q, scores = q k^T, softmax with a 300 B workspace freed in its
+// own step, out = p v. Segment [1, 2] recomputes scores and p; the workspace is
+// replayed inside the recompute: 200 (scores) + 300 = 500 above what is live.
+//   weights 1000, q 100 (alloc e0), scores 200 (e1), work 300 (e2, freed e3),
+//   p 200 (e4), out 100 (e5, output); the loss step (4) has no events.
+//   backward node 3 (step 5): +g_p 200 (e6), -out (e7)
+//   backward node 2 (step 6): +g_s 200 (e8), -g_p (e9), -p (e10)
+//   backward node 1 (step 7): +g_q 100 (e11), -g_s (e12), -scores (e13)
+//   backward node 0 (step 8): -g_q (e14), -q (e15)
+// No recompute, peak after e8: 1000 + q 100 + scores 200 + p 200 + g_p 200 + g_s 200 = 1900 (step 6).
+// With [1, 2]: bs = 6, be = 7. scores is internal (read by node 2 only): freed at
+// the end of step 2 (before e5). p is read by node 3: an output freed (e10, step 6)
+// inside [6, 7], so at the recompute. Before e8: 1000 + q 100 + g_p 200 = 1300;
+// recompute: +scores 200, +work 300 -> 1800 (its peak), -work, +p 200 -> 1700;
+// e8 +g_s 200 = 1900. The segment's backward holds g_p (e9) and p's copy (e10)
+// until it returns, so e11 +g_q = 2000 in step 7: the segment raises the peak.
+TEST(PlannerSimulator, RecomputeReplaysTemporariesOfTheSegment) {
+  ProfileBuilder b;
+  b.addStatic(1000, Category::Weight);
+  b.node("aten::linear", {"x"}, {"q"});
+  const int q = b.alloc(100);
+  b.node("aten::matmul", {"q"}, {"scores"});
+  const int scores = b.alloc(200);
+  b.readBy(q, 1);
+  b.node("aten::softmax", {"scores"}, {"p"});
+  const int work = b.alloc(300);
+  b.free(work);
+  const int prob = b.alloc(200);
+  b.readBy(scores, 2);
+  b.node("aten::matmul", {"p"}, {"out"});
+  const int out = b.alloc(100);
+  b.readBy(prob, 3);
+  b.setCategory(out, Category::Output);
+  b.loss();
+  b.backward(3);
+  const int g_p = b.alloc(200);
+  b.free(out);
+  b.backward(2);
+  const int g_s = b.alloc(200);
+  b.free(g_p);
+  b.free(prob);
+  b.backward(1);
+  const int g_q = b.alloc(100);
+  b.free(g_s);
+  b.free(scores);
+  b.backward(0);
+  b.free(g_q);
+  b.free(q);
+  const Profile p = b.finish();
+  const Simulator simulator(p);
+  EXPECT_EQ(simulator.simulate({}).peak_bytes, 1900);
+  const SimulationResult r = simulator.simulate({{1, 2}});
+  EXPECT_EQ(r.peak_bytes, 2000);
+  EXPECT_EQ(r.peak_step, 7);
+  int recompute_points = 0;
+  for (const TimelinePoint& point : r.timeline)
+    if (point.recompute) {
+      ++recompute_points;
+      EXPECT_EQ(point.step, 6);
+      EXPECT_EQ(point.peak_bytes, 1800);
+    }
+  EXPECT_EQ(recompute_points, 1);
+  const SegmentCut cut = simulator.describeSegment({1, 2});
+  EXPECT_EQ(cut.dropped_tensors, std::vector<int>{scores});
+  EXPECT_EQ(cut.dropped_bytes, 200);
+  EXPECT_EQ(cut.input_values, std::vector<std::string>{"q"});
+  EXPECT_EQ(cut.output_values, std::vector<std::string>{"p"});
+  EXPECT_DOUBLE_EQ(cut.recompute_time_us, 2);
+}
+
+// Residual: x0 = f(in); h = g(x0); y = h + x0; z = k(y). Segment [1, 2] reads x0
+// twice (one input) and holds it until its backward has returned (after step 7,
+// i.e. before event 11); x0's own free (event 13) is later, so it is unchanged.
+// A diamond read: both h and the add read x0, so it is listed once.
+//   events: x0 e0, h e1, y e2, z e3 (output) | loss | bwd 3: +gy e4, -z e5 |
+//   bwd 2: +gh e6, -y e7 | bwd 1: +gx e8, -gh e9, -h e10 | bwd 0: -gx e11, -gy e12, -x0 e13
+// No recompute: 1100 1200 1300 1400 1500 1400 1500 1400 1500 1400 1300 1200 1100 1000.
+// [1, 2]: h internal, freed at the end of step 2 (before e3); y an output whose
+// free (e7, step 6) is inside [6, 7]: freed at the recompute before e6 and copied.
+//   e0..e5: 1100 1200 1300 | -h 1300 1400 1300 | before e6: -y 1200, +h +y 1400 |
+//   e6 +gh 1500, e7 (y's old free) 1500, e8 +gx 1600, e9 -gh 1500, e10 -h 1400,
+//   before e11: y's copy goes (end of the segment) -> e11 -gx 1200, e12 -gy 1100, e13 -x0 1000.
+TEST(PlannerSimulator, ResidualSegmentKeepsSkipInputAndCopiesItsOutput) {
+  ProfileBuilder b;
+  b.addStatic(1000, Category::Weight);
+  b.node("aten::relu", {"in"}, {"x0"});
+  const int x0 = b.alloc(100);
+  b.node("aten::conv2d", {"x0", "w"}, {"h"});
+  const int h = b.alloc(100);
+  b.readBy(x0, 1);
+  b.node("aten::add", {"h", "x0"}, {"y"});
+  const int y = b.alloc(100);
+  b.readBy(h, 2);
+  b.readBy(x0, 2);
+  b.node("aten::linear", {"y"}, {"z"});
+  const int z = b.alloc(100);
+  b.readBy(y, 3);
+  b.setCategory(z, Category::Output);
+  b.loss();
+  b.backward(3);
+  const int gy = b.alloc(100);
+  b.free(z);
+  b.backward(2);
+  const int gh = b.alloc(100);
+  b.free(y);
+  b.backward(1);
+  const int gx = b.alloc(100);
+  b.free(gh);
+  b.free(h);
+  b.backward(0);
+  b.free(gx);
+  b.free(gy);
+  b.free(x0);
+  const Profile p = b.finish();
+  const Simulator simulator(p);
+  EXPECT_EQ(simulator.liveBytesPerEvent({}), liveBytesPerEvent(p));
+  EXPECT_EQ(simulator.liveBytesPerEvent({{1, 2}}),
+            (std::vector<int64_t>{1100, 1200, 1300, 1300, 1400, 1300, 1500, 1500, 1600, 1500, 1400, 1200, 1100, 1000}));
+  EXPECT_EQ(simulator.simulate({{1, 2}}).peak_bytes, 1600);  // above the 1500 of no recompute
+  const SegmentCut cut = simulator.describeSegment({1, 2});
+  EXPECT_EQ(cut.input_values, (std::vector<std::string>{"x0", "w"}));
+  EXPECT_EQ(cut.output_values, std::vector<std::string>{"y"});
+  EXPECT_EQ(cut.dropped_tensors, std::vector<int>{h});
+}
+
+TEST(PlannerSimulator, SegmentProblemsNameTheReason) {
+  ProfileBuilder b;
+  b.addStatic(1000, Category::Weight);
+  b.node("prim::GetAttr", {"self"}, {"running_mean"});
+  b.node("prim::Constant", {}, {"c"});
+  b.node("aten::relu", {"x"}, {"r"});
+  b.alloc(100);
+  b.node("aten::batch_norm", {"r", "running_mean"}, {"bn"});
+  b.mutates(3, "running_mean");  // a module buffer: allowed
+  b.alloc(100);
+  b.node("aten::add_", {"r", "c"}, {"r2"});
+  b.mutates(4, "r");  // writes r, made by node 2
+  b.node("prim::If", {"r2"}, {"o"});
+  b.uncuttable(5);
+  b.loss();
+  const Profile p = b.finish();
+  const Simulator simulator(p);
+  EXPECT_EQ(simulator.segmentProblem({2, 3}), "");
+  EXPECT_EQ(simulator.segmentProblem({2, 4}), "");  // r is made inside
+  EXPECT_NE(simulator.segmentProblem({3, 4}).find("writes in place"), std::string::npos);
+  EXPECT_NE(simulator.segmentProblem({4, 5}).find("cannot be cut"), std::string::npos);
+  EXPECT_NE(simulator.segmentProblem({1, 1}).find("no node that runs"), std::string::npos);
+  EXPECT_NE(simulator.segmentProblem({3, 9}).find("not a range"), std::string::npos);
+}
+
+TEST(PlannerSimulator, RejectsOverlappingDecisions) {
+  const Profile p = chainProfile(4, 100, kUnitTimes);
+  const Simulator simulator(p);
+  EXPECT_THROW(simulator.simulate({{0, 2}, {2, 3}}), std::invalid_argument);
+  EXPECT_THROW(simulator.simulate({{2, 3}, {0, 1}}), std::invalid_argument);
+  EXPECT_THROW(simulator.simulate({{0, 4}}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace acprof
