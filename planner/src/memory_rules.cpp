@@ -106,6 +106,15 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
     }
     if (copy.end_leaf > copy.begin_leaf) out[count++] = copy;
   }
+  // The checkpoint's backward holds the gradients it received until it
+  // returns; the original backward freed each once its node had used it.
+  const int consumer_node = t.free_step >= 0 && t.free_step < index.step_count ? index.profile.steps[t.free_step].node : -1;
+  if (t.producer_node < 0 && consumer_node >= 0 && consumer_node < index.node_count) {
+    const SegmentTiming* consumer = decision.segmentContaining(consumer_node);
+    if (consumer && consumer->has_backward && t.alloc_step < consumer->first_backward_step &&
+        t.free_step <= consumer->last_backward_step && index.phaseOfStep(t.free_step) == Phase::Backward)
+      life.end_leaf = std::max(life.end_leaf, blockLeaf(consumer->end_event));
+  }
   if (t.alloc_event >= 0) {
     for (const int* it = t.users.data(); it != t.users.data() + t.users.size(); ++it) {
       const SegmentTiming* reader = decision.segmentContaining(*it);

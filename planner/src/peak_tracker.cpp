@@ -120,6 +120,9 @@ void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vect
         if (touched_stamp_[*t] != stamp_) touched_stamp_[*t] = stamp_, touched.push_back(*t);
       for (const int* t = index_.tensors_used_by_node.begin(n); t != index_.tensors_used_by_node.end(n); ++t)
         if (touched_stamp_[*t] != stamp_) touched_stamp_[*t] = stamp_, touched.push_back(*t);
+      for (const int* t = index_.gradients_received_by_node.begin(n); t != index_.gradients_received_by_node.end(n);
+           ++t)
+        if (touched_stamp_[*t] != stamp_) touched_stamp_[*t] = stamp_, touched.push_back(*t);
     }
   };
   for (const NodeRange& r : removed) touchNodes(r);

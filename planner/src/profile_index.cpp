@@ -45,6 +45,15 @@ ProfileIndex::ProfileIndex(const Profile& p)
   tensors_allocated_at_event = FlatLists::fromLists(allocated);
   tensors_freed_at_event = FlatLists::fromLists(freed);
 
+  std::vector<std::vector<int>> received(node_count);
+  for (const TensorRecord& t : p.tensors) {
+    if (t.producer_node >= 0 || t.alloc_step < 0 || t.free_step < 0 || t.free_step >= step_count) continue;
+    const int consumer = p.steps[t.free_step].node;
+    if (consumer < 0 || consumer >= node_count || p.steps[t.free_step].phase != Phase::Backward) continue;
+    if (p.steps[t.alloc_step].phase == Phase::Backward && t.alloc_step < t.free_step) received[consumer].push_back(t.id);
+  }
+  gradients_received_by_node = FlatLists::fromLists(received);
+
   std::unordered_map<std::string, int> value_producer;
   for (const ForwardNode& n : p.nodes)
     for (const std::string& v : n.outputs) value_producer[v] = n.id;

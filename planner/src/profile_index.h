@@ -37,6 +37,9 @@ class ProfileIndex {
   FlatLists tensors_allocated_at_event;
   FlatLists tensors_freed_at_event;
   std::vector<int> last_user_node;     // per tensor, -1 if no forward node reads it
+  // Per node: tensors made in backward before the node's backward ran and freed
+  // by one of its backward steps - the gradients it received.
+  FlatLists gradients_received_by_node;
 
   // Per node: first/last backward step it created (-1: none).
   std::vector<int> first_backward_step;
