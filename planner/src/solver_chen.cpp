@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "acprof/solver.h"
@@ -16,22 +17,27 @@ std::vector<int64_t> activationBytesPerNode(const ProfileIndex& index) {
 
 }  // namespace
 
+int activationProducerCount(const Simulator& simulator) {
+  const std::vector<int64_t> activation_bytes = activationBytesPerNode(simulator.index());
+  return static_cast<int>(std::count_if(activation_bytes.begin(), activation_bytes.end(), [](int64_t b) { return b > 0; }));
+}
+
 SolverResult solveChen(const Simulator& simulator, int64_t budget_bytes) {
-  const ProfileIndex& index = simulator.index();
   SolverResult result;
   result.simulation = simulator.simulate(result.decision);
   if (result.simulation.peak_bytes <= budget_bytes) return result;
-
-  const std::vector<int64_t> activation_bytes = activationBytesPerNode(index);
-  int producers = 0;
-  int64_t total_bytes = 0;
-  for (int64_t b : activation_bytes) {
-    producers += b > 0 ? 1 : 0;
-    total_bytes += b;
-  }
+  const int producers = activationProducerCount(simulator);
   if (producers == 0) return result;
-  const int segment_count = std::max(1, static_cast<int>(std::lround(std::sqrt(static_cast<double>(producers)))));
-  const int64_t bytes_per_segment = (total_bytes + segment_count - 1) / segment_count;
+  return segmentEvenly(simulator, std::max(1, static_cast<int>(std::lround(std::sqrt(static_cast<double>(producers))))));
+}
+
+SolverResult segmentEvenly(const Simulator& simulator, int segment_count) {
+  const ProfileIndex& index = simulator.index();
+  SolverResult result;
+  const std::vector<int64_t> activation_bytes = activationBytesPerNode(index);
+  int64_t total_bytes = 0;
+  for (int64_t b : activation_bytes) total_bytes += b;
+  const int64_t bytes_per_segment = std::max<int64_t>(1, (total_bytes + segment_count - 1) / segment_count);
 
   // Walk the forward nodes, closing a segment when it holds its share of bytes;
   // a node that cannot join the open segment closes it, and starts the next one

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <queue>
 
 #include "acprof/solver.h"
@@ -10,6 +11,8 @@ namespace {
 
 // Keeps a zero-time recompute ordered by the bytes it frees instead of dividing by zero.
 constexpr double kMinRecomputeTimeUs = 1e-3;
+// How far back a candidate may grow over unsaved inputs (each round adds at least one node).
+constexpr int kMaxGrowRounds = 8;
 
 // A candidate: recompute one activation, i.e. checkpoint [its producer, its last forward reader].
 struct Candidate {
@@ -85,11 +88,45 @@ class MuTwoGreedy {
       if (t.category != Category::Activation || t.producer_node < 0) continue;
       ranges.push_back({t.producer_node, std::max(t.producer_node, index_.last_user_node[t.id])});
     }
+    const size_t plain_count = ranges.size();
+    for (size_t i = 0; i < plain_count; ++i) {
+      const NodeRange grown = grownOverUnsavedBoundaries(ranges[i]);
+      if (grown.first_node != ranges[i].first_node || grown.last_node != ranges[i].last_node) ranges.push_back(grown);
+    }
     std::sort(ranges.begin(), ranges.end(), [](const NodeRange& a, const NodeRange& b) {
       return a.first_node != b.first_node ? a.first_node < b.first_node : a.last_node < b.last_node;
     });
     ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
     for (const NodeRange& r : ranges) candidates_.push_back({r, false});
+  }
+
+  // Grows a candidate over tensors that forward frees early because nothing
+  // saves them for backward: a ReLU's input when its output is the candidate,
+  // or a linear layer's output that only the next ReLU reads. As a segment's
+  // input such a tensor would be held until the segment's backward; as its
+  // output it would be made a second time by the recompute. Inside the
+  // segment it is a temporary of the recompute and costs nothing at the peak.
+  NodeRange grownOverUnsavedBoundaries(NodeRange range) const {
+    const auto freedInForward = [&](int tensor) {
+      const TensorRecord& t = index_.profile.tensors[tensor];
+      return !index_.isStatic(tensor) && t.free_step >= 0 && index_.phaseOfStep(t.free_step) == Phase::Forward;
+    };
+    for (int round = 0; round < kMaxGrowRounds; ++round) {
+      NodeRange grown = range;
+      for (int n = range.first_node; n <= range.last_node; ++n) {
+        for (const int* t = index_.tensors_used_by_node.begin(n); t != index_.tensors_used_by_node.end(n); ++t) {
+          const int producer = index_.profile.tensors[*t].producer_node;
+          if (producer >= 0 && producer < range.first_node && freedInForward(*t))
+            grown.first_node = std::min(grown.first_node, producer);
+        }
+        for (const int* t = index_.tensors_produced_by_node.begin(n); t != index_.tensors_produced_by_node.end(n); ++t)
+          if (index_.last_user_node[*t] > range.last_node && freedInForward(*t))
+            grown.last_node = std::max(grown.last_node, index_.last_user_node[*t]);
+      }
+      if (grown.first_node == range.first_node && grown.last_node == range.last_node) break;
+      range = grown;
+    }
+    return range;
   }
 
   Trial evaluate(NodeRange range) const {
@@ -148,17 +185,12 @@ class MuTwoGreedy {
     fully_rescored_epoch_ = epoch_;
   }
 
-  // Keeps the choice if it lowers the peak. When several leaves share the peak,
-  // one choice can only lower one of them: it is kept if it lowered the leaf it
-  // aimed at without raising the peak, and the next choice aims at the next one.
+  // Keeps the choice only if the simulated peak goes down: a recompute that
+  // brings back as much as it drops (or more) is undone.
   void tryChoice(const Trial& trial) {
     const int64_t peak_before = tracker_.peakBytes();
-    const int64_t aimed_before = tracker_.liveBytesAt(peak_leaf_);
     tracker_.replace(trial.absorbed, {trial.merged});
-    const int64_t peak_after = tracker_.peakBytes();
-    const bool lowered = peak_after < peak_before ||
-                         (peak_after == peak_before && tracker_.liveBytesAt(peak_leaf_) < aimed_before);
-    if (!lowered) {
+    if (tracker_.peakBytes() >= peak_before) {
       tracker_.replace({trial.merged}, trial.absorbed);
       return;
     }
@@ -180,10 +212,30 @@ class MuTwoGreedy {
 
 }  // namespace
 
+// Whether `a` is the better plan for the budget: fitting beats not fitting;
+// between two that fit, less extra time; between two that do not, a lower peak.
+bool betterForBudget(const SolverResult& a, const SolverResult& b, int64_t budget_bytes) {
+  const bool a_fits = a.simulation.peak_bytes <= budget_bytes, b_fits = b.simulation.peak_bytes <= budget_bytes;
+  if (a_fits != b_fits) return a_fits;
+  if (a_fits) return a.simulation.extra_time_us < b.simulation.extra_time_us;
+  return a.simulation.peak_bytes < b.simulation.peak_bytes;
+}
+
 SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes) {
   SolverResult result;
   result.decision = MuTwoGreedy(simulator, budget_bytes).run();
   result.simulation = simulator.simulate(result.decision);
+  if (result.simulation.peak_bytes <= budget_bytes) return result;
+  // The greedy only grows segments, so on long chains it can stall where no
+  // single choice lowers the peak, above a budget that evenly spaced segments
+  // reach. Then try Chen's walk with every segment count up to twice sqrt(n)
+  // and keep the plan that fits with the least extra time.
+  const int producers = activationProducerCount(simulator);
+  const int most_segments = std::min(producers, 2 * static_cast<int>(std::ceil(std::sqrt(static_cast<double>(producers)))));
+  for (int segments = 1; segments <= most_segments; ++segments) {
+    SolverResult even = segmentEvenly(simulator, segments);
+    if (betterForBudget(even, result, budget_bytes)) result = std::move(even);
+  }
   return result;
 }
 

@@ -25,11 +25,17 @@ SolverResult solveNone(const Simulator& simulator, int64_t budget_bytes);
 // Chen et al. 2016: about sqrt(n) segments of roughly equal activation bytes
 // over the whole forward pass, whatever the budget (unless nothing is needed).
 SolverResult solveChen(const Simulator& simulator, int64_t budget_bytes);
+// Chen's walk with a given number of segments of roughly equal activation bytes.
+SolverResult segmentEvenly(const Simulator& simulator, int segment_count);
+// Nodes that leave activations for backward.
+int activationProducerCount(const Simulator& simulator);
 
 // The greedy of μ-TWO (Purandare et al. 2023): repeatedly recompute the
 // activation that frees the most bytes at the current peak per microsecond of
 // added recompute, keeping a choice only if the simulated peak goes down, and
-// stopping as soon as the peak fits the budget.
+// stopping as soon as the peak fits the budget. Where the greedy stalls above
+// the budget, Chen's walk with 1 to 2*sqrt(n) segments is tried too and the
+// plan that fits with the least extra time is returned.
 SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes);
 
 // The solvers by name, for the CLI.
