@@ -9,8 +9,10 @@ Architecture (tests/profiler_recorder_test.cpp computes its byte counts from thi
 Weights: 64*256 + 256 + 3*(256*256 + 256) + 256*10 + 10 = 216,586 floats.
 Saved for backward: each addmm keeps its input, each ReLU its output, so the four
 2048x256 ReLU outputs are the activations (the first addmm's input is the model input).
-The batch is large so that activations, not weights, dominate the peak: the
-rewriter's end-to-end tests plan this model at 70 % and 50 % of its peak.
+
+build() and training_specs() take the depth, width and batch: the planner's and
+rewriter's end-to-end tests use a deep narrow variant (reference_models.MLP_DEEP)
+whose peak is mostly activations, so that 70 % and 50 % of it are reachable.
 """
 
 from torch import nn
@@ -24,13 +26,13 @@ HIDDEN_LAYERS = 4
 CLASSES = 10
 
 
-def build() -> nn.Module:
-    layers = [nn.Linear(IN_FEATURES, HIDDEN), nn.ReLU()]
-    for _ in range(HIDDEN_LAYERS - 1):
-        layers += [nn.Linear(HIDDEN, HIDDEN), nn.ReLU()]
-    layers.append(nn.Linear(HIDDEN, CLASSES))
+def build(hidden_layers: int = HIDDEN_LAYERS, hidden: int = HIDDEN) -> nn.Module:
+    layers = [nn.Linear(IN_FEATURES, hidden), nn.ReLU()]
+    for _ in range(hidden_layers - 1):
+        layers += [nn.Linear(hidden, hidden), nn.ReLU()]
+    layers.append(nn.Linear(hidden, CLASSES))
     return nn.Sequential(*layers)
 
 
-def training_specs() -> TrainingSpecs:
-    return TrainingSpecs(inputs=[f"float32[{BATCH},{IN_FEATURES}]"], target="", loss="mean")
+def training_specs(batch: int = BATCH) -> TrainingSpecs:
+    return TrainingSpecs(inputs=[f"float32[{batch},{IN_FEATURES}]"], target="", loss="mean")

@@ -11,6 +11,7 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
     "test": {
         "mlp_traced.pt": ("mlp", "traced"),
         "mlp_scripted.pt": ("mlp", "scripted"),
+        "mlp_deep_traced.pt": ("mlp_deep", "traced"),
         "cnn_traced.pt": ("cnn", "traced"),
         "cnn_scripted.pt": ("cnn", "scripted"),
         "convchain9_traced.pt": ("convchain9", "traced"),
@@ -19,6 +20,7 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
         "resnet18_scripted.pt": ("resnet18_small", "scripted"),
         "gpt_traced.pt": ("gpt_small", "traced"),
         "gpt_scripted.pt": ("gpt_small", "scripted"),
+        "gpt_long_traced.pt": ("gpt_long", "traced"),
         "bert_traced.pt": ("bert_small", "traced"),
         "bert_scripted.pt": ("bert_small", "scripted"),
     },

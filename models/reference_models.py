@@ -48,11 +48,15 @@ def _resnet(depth: str, batch: int, image_size: int, trace_at_batch_one: bool = 
 
 # Test-set sizes: each training step stays well under a second on a 2-core CPU.
 MLP = ReferenceModel(mlp.build, mlp.training_specs())
-CNN = ReferenceModel(cnn.build, cnn.training_specs(batch=8))
+# Deep and narrow: 24 ReLU outputs of 1 MiB against 0.4 MiB of weights.
+MLP_DEEP = ReferenceModel(partial(mlp.build, hidden_layers=24, hidden=64), mlp.training_specs(batch=4096))
+CNN = ReferenceModel(cnn.build, cnn.training_specs(batch=32))
 CONVCHAIN9 = ReferenceModel(partial(convchain.build, layers=9), convchain.training_specs())
 CONVCHAIN3 = ReferenceModel(partial(convchain.build, layers=3), convchain.training_specs())
 RESNET18_SMALL = _resnet("resnet18", batch=2, image_size=64)
 GPT_SMALL = _gpt(gpt.GptConfig(layers=2, width=64, heads=4, seq_len=32, vocab=128), batch=4)
+# Long enough (128 tokens) that attention scores and MLP activations dominate the weights.
+GPT_LONG = _gpt(gpt.GptConfig(layers=4, width=128, heads=4, seq_len=128, vocab=256), batch=4)
 BERT_SMALL_CONFIG = bert.BertConfig(layers=2, width=64, heads=4, seq_len=32, vocab=128, classes=4)
 BERT_SMALL = ReferenceModel(partial(bert.build, BERT_SMALL_CONFIG), bert.training_specs(BERT_SMALL_CONFIG, batch=4))
 
@@ -68,11 +72,13 @@ GPT2_GPU = _gpt(gpt.GPT2_SMALL, batch=8, trace_at_batch_one=True)
 # By the names that model_sets.py uses.
 CATALOGUE: Dict[str, ReferenceModel] = {
     "mlp": MLP,
+    "mlp_deep": MLP_DEEP,
     "cnn": CNN,
     "convchain9": CONVCHAIN9,
     "convchain3": CONVCHAIN3,
     "resnet18_small": RESNET18_SMALL,
     "gpt_small": GPT_SMALL,
+    "gpt_long": GPT_LONG,
     "bert_small": BERT_SMALL,
     "resnet18_demo": RESNET18_DEMO,
     "resnet50_gpu": RESNET50_GPU,

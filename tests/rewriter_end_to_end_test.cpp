@@ -3,6 +3,7 @@
 // original, fit the budget when measured, and peak where the plan predicted.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "acprof/plan_format.h"
 #include "acprof/planner.h"
 #include "acprof/profile_format.h"
 #include "acprof/solver.h"
@@ -36,18 +38,21 @@ CommandResult runIn(const fs::path& directory, const std::string& arguments) {
   return result;
 }
 
-// The budget as a fraction of the headroom recompute can remove: 0 is the
-// smallest peak the solver reaches, 1 the profiled peak. (Plain percentages of
-// the peak, such as 50 %, are below what any recompute reaches on the small
-// test-set models, whose weights and gradients dominate the peak.)
+// A budget as the user types it ("70%" of the profiled peak), or, where no
+// percentage of the peak is reachable at test size, as a fraction of the
+// headroom recompute can remove: 0 is the smallest peak the solver reaches,
+// 1 the profiled peak.
 struct Case {
   std::string model;  // file in ACPROF_TEST_MODELS_DIR
-  double headroom;
+  std::string budget;
+  double headroom = -1;  // used when budget is empty
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = fmt::format("{}_{}pct", fs::path(info.param.model).stem().string(),
-                                 static_cast<int>(std::lround(info.param.headroom * 100)));
+  const std::string budget = info.param.budget.empty()
+                                 ? fmt::format("headroom{}", static_cast<int>(std::lround(info.param.headroom * 100)))
+                                 : info.param.budget;
+  std::string name = fmt::format("{}_{}", fs::path(info.param.model).stem().string(), budget);
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
@@ -75,23 +80,29 @@ TEST_P(RewriteEndToEnd, TrainsIdenticallyFitsTheBudgetAndPeaksAsPredicted) {
   const CommandResult profiled = runIn(directory_, "profile model.pt");
   ASSERT_EQ(profiled.exit_code, 0) << profiled.output;
 
-  PlanRequest request;
-  request.profile_path = (directory_ / "profile.json").string();
-  const Profile profile = readProfileFile(request.profile_path);
-  int64_t smallest_peak = 0;
-  try {
-    request.budget_text = "1";
-    planRecompute(profile, request);
-    FAIL() << "a one-byte budget was met";
-  } catch (const InfeasibleBudget& e) {
-    smallest_peak = e.smallest_peak_bytes;
+  std::string budget = GetParam().budget;
+  if (budget.empty()) {
+    PlanRequest request;
+    request.profile_path = (directory_ / "profile.json").string();
+    const Profile profile = readProfileFile(request.profile_path);
+    int64_t smallest_peak = 0;
+    try {
+      request.budget_text = "1";
+      planRecompute(profile, request);
+      FAIL() << "a one-byte budget was met";
+    } catch (const InfeasibleBudget& e) {
+      smallest_peak = e.smallest_peak_bytes;
+    }
+    const int64_t baseline_peak = profile.summary.peak_bytes;
+    budget = std::to_string(smallest_peak + static_cast<int64_t>(GetParam().headroom *
+                                                                 static_cast<double>(baseline_peak - smallest_peak)));
   }
-  const int64_t baseline_peak = profile.summary.peak_bytes;
-  request.budget_text = std::to_string(
-      smallest_peak + static_cast<int64_t>(GetParam().headroom * static_cast<double>(baseline_peak - smallest_peak)));
-  const Plan plan = planRecompute(profile, request);
+  // The user's own words: every file argument defaults.
+  const CommandResult planned = runIn(directory_, "plan --budget " + budget);
+  ASSERT_EQ(planned.exit_code, 0) << planned.output;
+  const Plan plan = readPlanFile((directory_ / "plan.json").string());
   ASSERT_FALSE(plan.segments.empty()) << "the plan recomputes nothing, so this case tests nothing";
-  writePlanFile(plan, (directory_ / "plan.json").string());
+  const Profile profile = readProfileFile((directory_ / "profile.json").string());
 
   const CommandResult rewritten = runIn(directory_, "rewrite");
   ASSERT_EQ(rewritten.exit_code, 0) << rewritten.output;
@@ -127,13 +138,63 @@ TEST_P(RewriteEndToEnd, TrainsIdenticallyFitsTheBudgetAndPeaksAsPredicted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
-                         // Not the MLP: its peak is weights plus gradients in backward, which no
-                         // recompute lowers, so the planner rightly recomputes nothing.
-                         ::testing::Values(Case{"cnn_traced.pt", 0.7}, Case{"cnn_traced.pt", 0.3},
-                                           Case{"cnn_scripted.pt", 0.5},
-                                           Case{"resnet18_traced.pt", 0.7}, Case{"resnet18_traced.pt", 0.3},
-                                           Case{"gpt_traced.pt", 0.7}, Case{"gpt_traced.pt", 0.3}),
+                         ::testing::Values(Case{"mlp_deep_traced.pt", "70%"}, Case{"mlp_deep_traced.pt", "50%"},
+                                           Case{"cnn_traced.pt", "70%"}, Case{"cnn_scripted.pt", "70%"},
+                                           Case{"gpt_long_traced.pt", "70%"}, Case{"gpt_long_traced.pt", "50%"},
+                                           Case{"gpt_scripted.pt", "", 0.5},
+                                           // ResNet-18 at test size: weights and gradients are 97 % of
+                                           // the peak (see InfeasibleBudgets below).
+                                           Case{"resnet18_traced.pt", "", 0.7}),
                          caseName);
+
+// Where a percentage of the peak is below what any recompute reaches, acprof
+// says so in one line with the smallest peak it reached, and writes no plan.
+// The CNN at 50 %: the smallest peak the solvers reach is 62 % of the profiled
+// one, in the backward of its full-resolution blocks, where the original run
+// already holds 47 % (their BatchNorm and ReLU tensors and gradients) and a
+// segment adds the recompute and the gradient it holds. ResNet-18 at test
+// size: weights and gradients are 89 of its 92 MiB.
+struct InfeasibleCase {
+  std::string model;
+  std::string budget;
+};
+
+class InfeasibleBudgets : public ::testing::TestWithParam<InfeasibleCase> {};
+
+TEST_P(InfeasibleBudgets, SayWhatTheFloorIsAndWriteNothing) {
+  const fs::path directory = fs::temp_directory_path() /
+                             ("acprof_floor_" + fs::path(GetParam().model).stem().string());
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / GetParam().model, directory / "model.pt");
+  ASSERT_EQ(runIn(directory, "profile model.pt").exit_code, 0);
+  const Profile profile = readProfileFile((directory / "profile.json").string());
+
+  const CommandResult planned = runIn(directory, "plan --budget " + GetParam().budget);
+  EXPECT_EQ(planned.exit_code, 1) << planned.output;
+  EXPECT_EQ(std::count(planned.output.begin(), planned.output.end(), '\n'), 1) << planned.output;
+  EXPECT_NE(planned.output.find("smallest peak the mu-two solver reached"), std::string::npos) << planned.output;
+  EXPECT_FALSE(fs::exists(directory / "plan.json"));
+
+  PlanRequest request;
+  request.profile_path = (directory / "profile.json").string();
+  request.budget_text = GetParam().budget;
+  try {
+    planRecompute(profile, request);
+    FAIL() << GetParam().budget << " was met";
+  } catch (const InfeasibleBudget& e) {
+    EXPECT_LT(e.smallest_peak_bytes, profile.summary.peak_bytes) << "recompute lowered nothing";
+    EXPECT_NE(planned.output.find(std::to_string(e.smallest_peak_bytes)), std::string::npos) << planned.output;
+  }
+  if (!HasFailure()) fs::remove_all(directory);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceModels, InfeasibleBudgets,
+                         ::testing::Values(InfeasibleCase{"cnn_traced.pt", "50%"},
+                                           InfeasibleCase{"resnet18_traced.pt", "70%"}),
+                         [](const ::testing::TestParamInfo<InfeasibleCase>& info) {
+                           return fs::path(info.param.model).stem().string();
+                         });
 
 }  // namespace
 }  // namespace acprof
