@@ -26,7 +26,7 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
     },
     # The README's default model.
     "demo": {
-        "resnet18_traced.pt": ("resnet18_demo", "traced"),
+        "gpt_traced.pt": ("gpt_demo", "traced"),
     },
     # Benchmarks for the GPU machine.
     "gpu": {

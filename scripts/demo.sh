@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the bundled default model: installs everything (apt, npm),
-# builds, exports ResNet-18 (batch 8, 3x128x128) and runs profile -> plan ->
+# builds, exports the GPT-style decoder (6 layers, 128 wide, 8 x 256 tokens) and
+# runs profile -> plan ->
 # rewrite in demo/, exactly as a user types them there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,7 @@ mkdir -p demo
 /usr/bin/python3 models/export_all.py --set demo --out demo
 acprof="$(pwd)/build/cli/acprof"
 cd demo
-"$acprof" profile resnet18_traced.pt
+"$acprof" profile gpt_traced.pt
 "$acprof" plan --budget 60%
 "$acprof" rewrite
 echo
