@@ -3,9 +3,7 @@
 // original, fit the budget when measured, and peak where the plan predicted.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -15,28 +13,23 @@
 #include "acprof/planner.h"
 #include "acprof/profile_format.h"
 #include "acprof/solver.h"
+#include "test_support.h"
 
 namespace acprof {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
+using acprof::testing::CommandResult;
+using acprof::testing::lineCount;
+using acprof::testing::runAcprof;
+using acprof::testing::runCommand;
 
 CommandResult runIn(const fs::path& directory, const std::string& arguments) {
-  const std::string command = fmt::format("cd '{}' && '{}' {} 2>&1", directory.string(), ACPROF_BINARY, arguments);
-  CommandResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  while (const size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return runAcprof(arguments, directory.string());
 }
+
+std::string outputOf(const CommandResult& result) { return result.out + result.err; }
 
 // A budget as the user types it ("70%" of the profiled peak), or, where no
 // percentage of the peak is reachable at test size, as a fraction of the
@@ -78,7 +71,7 @@ class RewriteEndToEnd : public ::testing::TestWithParam<Case> {
 
 TEST_P(RewriteEndToEnd, TrainsIdenticallyFitsTheBudgetAndPeaksAsPredicted) {
   const CommandResult profiled = runIn(directory_, "profile model.pt");
-  ASSERT_EQ(profiled.exit_code, 0) << profiled.output;
+  ASSERT_EQ(profiled.exit_code, 0) << outputOf(profiled);
 
   std::string budget = GetParam().budget;
   if (budget.empty()) {
@@ -99,14 +92,14 @@ TEST_P(RewriteEndToEnd, TrainsIdenticallyFitsTheBudgetAndPeaksAsPredicted) {
   }
   // The user's own words: every file argument defaults.
   const CommandResult planned = runIn(directory_, "plan --budget " + budget);
-  ASSERT_EQ(planned.exit_code, 0) << planned.output;
+  ASSERT_EQ(planned.exit_code, 0) << outputOf(planned);
   const Plan plan = readPlanFile((directory_ / "plan.json").string());
   ASSERT_FALSE(plan.segments.empty()) << "the plan recomputes nothing, so this case tests nothing";
   const Profile profile = readProfileFile((directory_ / "profile.json").string());
 
   const CommandResult rewritten = runIn(directory_, "rewrite");
-  ASSERT_EQ(rewritten.exit_code, 0) << rewritten.output;
-  EXPECT_NE(rewritten.output.find("bit for bit"), std::string::npos) << rewritten.output;
+  ASSERT_EQ(rewritten.exit_code, 0) << outputOf(rewritten);
+  EXPECT_NE(rewritten.out.find("bit for bit"), std::string::npos) << outputOf(rewritten);
   EXPECT_TRUE(fs::exists(directory_ / "model.ckpt.pt"));
   EXPECT_TRUE(fs::exists(directory_ / "profile.before.json"));
   EXPECT_TRUE(fs::exists(directory_ / "report.html"));
@@ -116,25 +109,20 @@ TEST_P(RewriteEndToEnd, TrainsIdenticallyFitsTheBudgetAndPeaksAsPredicted) {
   const double predicted = static_cast<double>(plan.predicted_peak_bytes);
   EXPECT_LE(after.summary.peak_bytes, plan.budget_bytes)
       << "measured " << formatBytes(after.summary.peak_bytes) << " over budget " << formatBytes(plan.budget_bytes)
-      << "\n" << rewritten.output;
+      << "\n" << outputOf(rewritten);
   EXPECT_LE(std::abs(predicted - measured) / measured, 0.05)
       << "predicted " << formatBytes(plan.predicted_peak_bytes) << " measured "
-      << formatBytes(after.summary.peak_bytes) << "\n" << rewritten.output;
-  std::cout << rewritten.output;
+      << formatBytes(after.summary.peak_bytes) << "\n" << outputOf(rewritten);
+  std::cout << rewritten.out;
 
   // The same model through Python: torch.ops.load_library, torch.jit.load, one training step.
   std::string python_args = fmt::format("'{}' '{}/tests/python/rewritten_model_check.py' --ops '{}' "
                                         "--original model.pt --rewritten model.ckpt.pt",
                                         ACPROF_PYTHON, ACPROF_SOURCE_DIR, ACPROF_OPS_LIBRARY);
   for (const std::string& spec : profile.meta.input_specs) python_args += fmt::format(" --input '{}'", spec);
-  const std::string python = fmt::format("cd '{}' && {} 2>&1", directory_.string(), python_args);
-  FILE* pipe = ::popen(python.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string python_output;
-  char buffer[4096];
-  while (const size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) python_output.append(buffer, n);
-  EXPECT_EQ(::pclose(pipe), 0) << python_output;
-  std::cout << python_output;
+  const CommandResult python = runCommand(python_args, directory_.string());
+  EXPECT_EQ(python.exit_code, 0) << outputOf(python);
+  std::cout << python.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
@@ -171,9 +159,9 @@ TEST_P(InfeasibleBudgets, SayWhatTheFloorIsAndWriteNothing) {
   const Profile profile = readProfileFile((directory / "profile.json").string());
 
   const CommandResult planned = runIn(directory, "plan --budget " + GetParam().budget);
-  EXPECT_EQ(planned.exit_code, 1) << planned.output;
-  EXPECT_EQ(std::count(planned.output.begin(), planned.output.end(), '\n'), 1) << planned.output;
-  EXPECT_NE(planned.output.find("smallest peak the mu-two solver reached"), std::string::npos) << planned.output;
+  EXPECT_EQ(planned.exit_code, 1) << outputOf(planned);
+  EXPECT_EQ(lineCount(planned.err), 1) << planned.err;
+  EXPECT_NE(planned.err.find("smallest peak the mu-two solver reached"), std::string::npos) << planned.err;
   EXPECT_FALSE(fs::exists(directory / "plan.json"));
 
   PlanRequest request;
@@ -184,7 +172,7 @@ TEST_P(InfeasibleBudgets, SayWhatTheFloorIsAndWriteNothing) {
     FAIL() << GetParam().budget << " was met";
   } catch (const InfeasibleBudget& e) {
     EXPECT_LT(e.smallest_peak_bytes, profile.summary.peak_bytes) << "recompute lowered nothing";
-    EXPECT_NE(planned.output.find(std::to_string(e.smallest_peak_bytes)), std::string::npos) << planned.output;
+    EXPECT_NE(planned.err.find(std::to_string(e.smallest_peak_bytes)), std::string::npos) << planned.err;
   }
   if (!HasFailure()) fs::remove_all(directory);
 }
