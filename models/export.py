@@ -2,9 +2,11 @@
 
 The archive's extra files "acprof_inputs" (one input spec per line), "acprof_target" and
 "acprof_loss" let `acprof profile model.pt` run without flags (the recorder reads them in
-profiler/recorder/src/training_step.cpp).
+profiler/recorder/src/training_step.cpp). A model trained under autocast also carries
+"acprof_autocast", the dtype (e.g. "bfloat16"), as `acprof profile --autocast` takes it;
+models without autocast have no such record.
 
-Library: export(model, example_inputs, path, mode, input_specs, target_spec, loss).
+Library: export(model, example_inputs, path, mode, input_specs, target_spec, loss, autocast="").
 CLI:     python3 models/export.py MODEL --out FILE [--mode traced|scripted]
          exports one model of reference_models.CATALOGUE (e.g. gpt_small, resnet18_demo).
 """
@@ -74,11 +76,19 @@ def compile_for_training(model: nn.Module, example_inputs: Sequence[torch.Tensor
 
 
 def save_with_specs(
-    compiled: torch.jit.ScriptModule, path: str, input_specs: List[str], target_spec: str, loss: str
+    compiled: torch.jit.ScriptModule,
+    path: str,
+    input_specs: List[str],
+    target_spec: str,
+    loss: str,
+    autocast: str = "",
 ) -> None:
     for spec in input_specs + ([target_spec] if target_spec else []):
         specs.parse_spec(spec)  # a bad spec fails here, not when acprof reads the file
+    specs.parse_autocast(autocast)
     extra_files = {"acprof_inputs": "\n".join(input_specs), "acprof_target": target_spec, "acprof_loss": loss}
+    if autocast:
+        extra_files["acprof_autocast"] = autocast
     _write_whole(path, lambda temp_path: torch.jit.save(compiled, temp_path, _extra_files=extra_files))
 
 
@@ -90,13 +100,16 @@ def export(
     input_specs: List[str],
     target_spec: str,
     loss: str,
+    autocast: str = "",
 ) -> None:
     """Compiles `model` in training mode (traced or scripted) and saves it to `path` with its specs.
 
     The caller builds the model right after torch.manual_seed(0) (reference_models does),
-    so the traced and scripted variants of a model have the same weights.
+    so the traced and scripted variants of a model have the same weights. The model is
+    compiled in float32 without autocast, as a user exports it; `autocast` only records the
+    dtype that its training step runs under.
     """
-    save_with_specs(compile_for_training(model, example_inputs, mode), path, input_specs, target_spec, loss)
+    save_with_specs(compile_for_training(model, example_inputs, mode), path, input_specs, target_spec, loss, autocast)
 
 
 def main(argv: List[str]) -> int:

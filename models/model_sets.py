@@ -23,6 +23,15 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
         "gpt_long_traced.pt": ("gpt_long", "traced"),
         "bert_traced.pt": ("bert_small", "traced"),
         "bert_scripted.pt": ("bert_small", "scripted"),
+        "transformer_dict_scripted.pt": ("transformer_dict", "scripted"),
+        "vit_small_scripted.pt": ("vit_small", "scripted"),
+        "loop_lm_scripted.pt": ("loop_lm", "scripted"),
+        "densenet_like_traced.pt": ("densenet_like", "traced"),
+        "densenet_like_scripted.pt": ("densenet_like", "scripted"),
+        "tuple_out_traced.pt": ("tuple_out", "traced"),
+        "tuple_out_scripted.pt": ("tuple_out", "scripted"),
+        "gpt_autocast_traced.pt": ("gpt_autocast", "traced"),
+        "inplace_view_traced.pt": ("inplace_view", "traced"),
     },
     # The README's default model.
     "demo": {

@@ -1,6 +1,7 @@
 """The catalogue: each reference model at a named size, with its training specs.
 model_sets.py says which files export_all.py writes from it."""
 
+import dataclasses
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Dict
@@ -12,11 +13,17 @@ import batch_free_trace
 import bert
 import cnn
 import convchain
+import densenet_like
 import export
 import gpt
+import inplace_view
+import loop_lm
 import mlp
 import resnet
 import specs
+import transformer_dict
+import tuple_out
+import vit
 
 
 @dataclass(frozen=True)
@@ -33,9 +40,9 @@ class ReferenceModel:
         t = self.training
         if mode == "traced" and self.trace_at_batch_one:
             compiled = batch_free_trace.trace_at_batch_one(model, t.inputs)
-            export.save_with_specs(compiled, path, t.inputs, t.target, t.loss)
+            export.save_with_specs(compiled, path, t.inputs, t.target, t.loss, t.autocast)
         else:
-            export.export(model, specs.make_tensors(t.inputs), path, mode, t.inputs, t.target, t.loss)
+            export.export(model, specs.make_tensors(t.inputs), path, mode, t.inputs, t.target, t.loss, t.autocast)
 
 
 def _gpt(config: gpt.GptConfig, batch: int, trace_at_batch_one: bool = False) -> ReferenceModel:
@@ -60,6 +67,23 @@ GPT_LONG = _gpt(gpt.GptConfig(layers=4, width=128, heads=4, seq_len=128, vocab=2
 BERT_SMALL_CONFIG = bert.BertConfig(layers=2, width=64, heads=4, seq_len=32, vocab=128, classes=4)
 BERT_SMALL = ReferenceModel(partial(bert.build, BERT_SMALL_CONFIG), bert.training_specs(BERT_SMALL_CONFIG, batch=4))
 
+# Real architecture patterns (issue 9), at test-set sizes whose peak is mostly activations:
+# library modules scripted with their checks and raise branches, a constant-trip loop over
+# blocks, concatenation of a growing list, tuple and dict outputs, bf16 autocast, and an
+# in-place write through a view of an earlier tensor.
+TRANSFORMER_DICT = ReferenceModel(transformer_dict.build, transformer_dict.training_specs())
+VIT_SMALL = ReferenceModel(vit.build, vit.training_specs())
+LOOP_LM = ReferenceModel(loop_lm.build, loop_lm.training_specs())
+DENSENET_LIKE = ReferenceModel(densenet_like.build, densenet_like.training_specs())
+TUPLE_OUT = ReferenceModel(tuple_out.build, tuple_out.training_specs())
+# 128 tokens, as gpt_long: attention scores, not weights, set the peak.
+GPT_AUTOCAST_CONFIG = gpt.GptConfig(layers=2, width=64, heads=4, seq_len=128, vocab=128)
+GPT_AUTOCAST = ReferenceModel(
+    partial(gpt.build, GPT_AUTOCAST_CONFIG),
+    dataclasses.replace(gpt.training_specs(GPT_AUTOCAST_CONFIG, batch=4), autocast="bfloat16"),
+)
+INPLACE_VIEW = ReferenceModel(inplace_view.build, inplace_view.training_specs())
+
 # The README's default model: a CPU training step of a few seconds whose peak is mostly
 # activations, so that the demo's 60 % budget is reachable (ResNet-18 at CPU-friendly
 # sizes is mostly weights and gradients).
@@ -83,6 +107,13 @@ CATALOGUE: Dict[str, ReferenceModel] = {
     "gpt_small": GPT_SMALL,
     "gpt_long": GPT_LONG,
     "bert_small": BERT_SMALL,
+    "transformer_dict": TRANSFORMER_DICT,
+    "vit_small": VIT_SMALL,
+    "loop_lm": LOOP_LM,
+    "densenet_like": DENSENET_LIKE,
+    "tuple_out": TUPLE_OUT,
+    "gpt_autocast": GPT_AUTOCAST,
+    "inplace_view": INPLACE_VIEW,
     "resnet18_demo": RESNET18_DEMO,
     "gpt_demo": GPT_DEMO,
     "resnet50_gpu": RESNET50_GPU,

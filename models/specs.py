@@ -81,12 +81,29 @@ def make_tensors(specs: List[str], seed: int = 0) -> List[torch.Tensor]:
 
 @dataclass(frozen=True)
 class TrainingSpecs:
-    """What one training step of a model needs: its inputs, the loss target and the loss kind.
+    """What one training step of a model needs: its inputs, the loss target, the loss kind
+    and the autocast dtype.
 
     ``target`` is empty when the loss needs none; ``loss`` is one of acprof's kinds
-    (mean, sum, cross_entropy).
+    (mean, sum, cross_entropy); ``autocast`` is empty for a float32 step, or the dtype
+    (one of AUTOCAST_DTYPES) whose autocast the forward and the loss run under, as
+    `acprof profile --autocast bfloat16` does.
     """
 
     inputs: List[str]
     target: str
     loss: str
+    autocast: str = ""
+
+
+# The dtypes a stored autocast may name, and the torch dtype each means.
+AUTOCAST_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def parse_autocast(text: str) -> Optional[torch.dtype]:
+    """The dtype of a stored autocast record; None when it is empty (no autocast)."""
+    if not text:
+        return None
+    if text not in AUTOCAST_DTYPES:
+        raise SpecError(f"autocast {text!r}: use one of {', '.join(AUTOCAST_DTYPES)} (or none)")
+    return AUTOCAST_DTYPES[text]
