@@ -22,6 +22,7 @@ struct ProfileArgs {
   std::string target;
   std::string loss = "auto";
   std::string optimizer = "none";
+  std::string autocast;
   int warmup = 1;
   int iters = 3;
   std::string device = "cpu";
@@ -38,6 +39,7 @@ void runProfile(const ProfileArgs& args) {
   options.target_spec = args.target;
   options.loss = args.loss;
   options.optimizer = args.optimizer;
+  options.autocast = args.autocast;
   options.warmup_iters = args.warmup;
   options.measured_iters = args.iters;
   options.device = args.device;
@@ -71,6 +73,9 @@ void addProfileCommand(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "sum", "mean", "cross_entropy"}));
   cmd->add_option("--optimizer", args->optimizer, "optimizer step after backward")
       ->check(CLI::IsMember({"none", "sgd", "adam"}));
+  cmd->add_option("--autocast", args->autocast,
+                  "run forward and the loss under autocast: bfloat16, float16 or off (default: what the model "
+                  "archive records, else off)");
   cmd->add_option("--warmup", args->warmup, "warm-up iterations, never measured (default 1)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--iters", args->iters, "measured iterations; times are their medians (default 3)")

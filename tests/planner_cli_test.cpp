@@ -71,7 +71,7 @@ TEST(PlannerCli, BadBudgetDamagedAndOldProfilesAreOneLineErrors) {
   EXPECT_NE(bad_budget.err.find("6GB"), std::string::npos) << bad_budget.err;
 
   std::string text = readWholeFile(profile);
-  const std::string key = "\"schema_version\": 1";
+  const std::string key = "\"schema_version\": " + std::to_string(kProfileSchemaVersion);
   std::ofstream(dir + "/old.json") << std::string(text).replace(text.find(key), key.size(), "\"schema_version\": 7");
   auto old = runAcprof("plan old.json --budget 60%", dir);
   EXPECT_EQ(old.exit_code, 1);

@@ -257,10 +257,14 @@ TEST(PlannerSimulator, SegmentProblemsNameTheReason) {
   const Simulator simulator(p);
   EXPECT_EQ(simulator.segmentProblem({2, 3}), "");
   EXPECT_EQ(simulator.segmentProblem({2, 4}), "");  // r is made inside
-  EXPECT_NE(simulator.segmentProblem({3, 4}).find("writes in place"), std::string::npos);
-  EXPECT_NE(simulator.segmentProblem({4, 5}).find("cannot be cut"), std::string::npos);
-  EXPECT_NE(simulator.segmentProblem({1, 1}).find("no node that runs"), std::string::npos);
-  EXPECT_NE(simulator.segmentProblem({3, 9}).find("not a range"), std::string::npos);
+  EXPECT_EQ(simulator.segmentProblem({0, 3}), "");  // the attribute read stays outside
+  EXPECT_EQ(simulator.describeSegment({2, 3}).replayed_inputs, std::vector<std::string>{"running_mean"});
+  EXPECT_NE(simulator.segmentProblem({3, 4}).find("[write-outside] node 4"), std::string::npos);
+  EXPECT_NE(simulator.segmentProblem({3, 3}).find("[input-written-later]"), std::string::npos)
+      << "r is read by node 3 and written by node 4, after the range";
+  EXPECT_NE(simulator.segmentProblem({4, 5}).find("[barrier] node 5"), std::string::npos);
+  EXPECT_NE(simulator.segmentProblem({1, 1}).find("[no-computation]"), std::string::npos);
+  EXPECT_NE(simulator.segmentProblem({3, 9}).find("[range]"), std::string::npos);
 }
 
 TEST(PlannerSimulator, RejectsOverlappingDecisions) {

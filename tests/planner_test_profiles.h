@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,12 +69,13 @@ class ProfileBuilder {
     profile_.tensors[tensor].category = category;
     explicit_category_[tensor] = true;
   }
-  void mutates(int node, const std::string& value) { profile_.nodes[node].mutated_inputs.push_back(value); }
-  void uncuttable(int node) { profile_.nodes[node].cuttable = false; }
+  void mutates(int node, const std::string& value) { writes_.emplace_back(node, value); }
+  void uncuttable(int node) { barriers_.push_back(node); }
 
   // Closes the iteration: storages still alive outlive it; derived fields as the recorder fills them.
   Profile finish() {
     profile_.event_count = event_;
+    addGraphFacts();
     for (size_t i = 0; i < profile_.tensors.size(); ++i) {
       TensorRecord& t = profile_.tensors[i];
       if (t.free_event < 0) {
@@ -116,6 +119,48 @@ class ProfileBuilder {
   }
   int currentStep() const { return static_cast<int>(profile_.steps.size()) - 1; }
 
+  // The cut facts the legality library would give these nodes: constants and
+  // attribute reads are Duplicable (constants are copied into segments,
+  // attribute reads are buffers that need no grad), nodes marked uncuttable are
+  // Barriers, everything else computes tensors that need grad. A value no node
+  // reads is what the graph returns.
+  void addGraphFacts() {
+    std::map<std::string, int> ids;
+    auto valueId = [&](const std::string& name, int producer) {
+      if (auto it = ids.find(name); it != ids.end()) return it->second;
+      GraphValue v;
+      v.id = static_cast<int>(profile_.values.size());
+      v.name = name;
+      v.producer_node = producer;
+      v.type = "Tensor";
+      v.is_tensor = v.can_leave = true;
+      const std::string kind = producer >= 0 ? profile_.nodes[producer].kind : "";
+      v.entry = kind == "prim::Constant" ? ValueEntry::Clone : ValueEntry::Input;
+      v.requires_grad = producer >= 0 && kind != "prim::Constant" && kind != "prim::GetAttr";
+      profile_.values.push_back(v);
+      return ids[name] = v.id;
+    };
+    std::set<std::string> read;
+    for (ForwardNode& n : profile_.nodes) {
+      n.role = n.kind == "prim::Constant" || n.kind == "prim::GetAttr" ? CutRole::Duplicable : CutRole::Compute;
+      if (std::count(barriers_.begin(), barriers_.end(), n.id)) {
+        n.role = CutRole::Barrier;
+        n.barrier_reason = "marked uncuttable by the test";
+      }
+      for (const std::string& input : n.inputs) {
+        const int v = valueId(input, -1);
+        read.insert(input);
+        if (profile_.values[v].entry != ValueEntry::Clone) n.reads.push_back(v);
+      }
+      for (const std::string& output : n.outputs) valueId(output, n.id);
+    }
+    for (const auto& [node, name] : writes_) profile_.nodes[node].writes.push_back(ids.at(name));
+    for (const GraphValue& v : profile_.values)
+      if (v.producer_node >= 0 && !read.count(v.name)) profile_.graph_outputs.push_back(v.id);
+  }
+
+  std::vector<std::pair<int, std::string>> writes_;
+  std::vector<int> barriers_;
   Profile profile_;
   std::vector<bool> explicit_category_;
   int event_ = 0;

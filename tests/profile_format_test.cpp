@@ -14,7 +14,30 @@ Profile handMadeProfile() {
   Profile p;
   p.meta.model_sha256 = "abc";
   p.event_count = 4;
-  p.nodes.push_back(ForwardNode{0, "aten::relu", "layer", {"x"}, {"y"}, {}, true, 0, 1.5, {1}, 2.0});
+  ForwardNode relu;
+  relu.id = 0;
+  relu.kind = "aten::relu";
+  relu.scope = "layer";
+  relu.inputs = {"x"};
+  relu.outputs = {"y"};
+  relu.reads = {0};
+  relu.forward_step = 0;
+  relu.forward_time_us = 1.5;
+  relu.backward_steps = {1};
+  relu.backward_time_us = 2.0;
+  p.nodes.push_back(relu);
+  auto value = [](int id, const std::string& name, int producer) {
+    GraphValue v;
+    v.id = id;
+    v.name = name;
+    v.producer_node = producer;
+    v.type = "Tensor";
+    v.is_tensor = v.can_leave = true;
+    v.bytes = 40;
+    return v;
+  };
+  p.values = {value(0, "x", -1), value(1, "y", 0)};
+  p.graph_outputs = {1};
   Step forward;
   forward.index = 0;
   forward.phase = Phase::Forward;
@@ -60,11 +83,14 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(profileToJson(back), profileToJson(p));
   EXPECT_EQ(back.nodes[0].backward_steps, std::vector<int>{1});
   EXPECT_EQ(back.tensors[2].category, Category::Temporary);
+  EXPECT_EQ(back.nodes[0].reads, std::vector<int>{0});
+  EXPECT_EQ(back.values[1].name, "y");
+  EXPECT_EQ(back.graph_outputs, std::vector<int>{1});
 }
 
 TEST(ProfileFormat, RejectsOtherSchemaVersionWithTheFix) {
   std::string json = profileToJson(handMadeProfile());
-  const std::string key = "\"schema_version\": 1";
+  const std::string key = "\"schema_version\": " + std::to_string(kProfileSchemaVersion);
   json.replace(json.find(key), key.size(), "\"schema_version\": 99");
   try {
     profileFromJson(json, "old.json");
@@ -78,9 +104,15 @@ TEST(ProfileFormat, RejectsOtherSchemaVersionWithTheFix) {
 TEST(ProfileFormat, RejectsDamagedJsonAndDanglingIndices) {
   EXPECT_THROW(profileFromJson("{\"format\": \"acprof-profile\", ", "cut.json"), FormatError);
   std::string json = profileToJson(handMadeProfile());
-  const std::string key = "\"producer_node\": -1";
-  json.replace(json.find(key), key.size(), "\"producer_node\": 12");
+  const std::string key = "\"alloc_event\": -1";
+  json.replace(json.find(key), key.size(), "\"alloc_event\": 12");
   EXPECT_THROW(profileFromJson(json, "dangling.json"), FormatError);
+  std::string reads = profileToJson(handMadeProfile());
+  const std::string read_key = "\"reads\": [";
+  ASSERT_NE(reads.find(read_key), std::string::npos) << reads;
+  const size_t first_read = reads.find('0', reads.find(read_key));
+  reads.replace(first_read, 1, "7");
+  EXPECT_THROW(profileFromJson(reads, "dangling_read.json"), FormatError);
 }
 
 TEST(ProfileFormat, AtomicWriteLeavesNoFileWhenDirectoryIsMissing) {

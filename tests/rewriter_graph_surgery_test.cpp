@@ -8,6 +8,8 @@
 
 #include <torch/script.h>
 
+#include "acprof/cut_facts.h"
+#include "acprof/cut_rules.h"
 #include "acprof/forward_graph.h"
 #include "acprof/recorder.h"
 #include "acprof/rewriter.h"
@@ -83,10 +85,20 @@ int nodeIdOf(const torch::jit::Module& module, const std::string& kind, int occu
   return -1;
 }
 
-SegmentCut segmentBetween(int first, int last) {
+// A segment as the planner would write it: its boundary drawn by the cut rules
+// over the model's own graph facts.
+SegmentCut segmentBetween(const torch::jit::Module& module, int first, int last) {
+  const auto graph = inlinedForwardGraph(module);
+  const GraphCutFacts facts = describeCutFacts(module, graph);
+  const CutRules rules(facts.nodes, facts.values, facts.graph_outputs);
   SegmentCut cut;
   cut.first_node = first;
   cut.last_node = last;
+  if (first < 0 || last >= static_cast<int>(facts.nodes.size()) || !rules.problem(first, last).empty()) return cut;
+  const SegmentBoundary boundary = rules.boundary(first, last);
+  for (int v : boundary.inputs) cut.input_values.push_back(facts.values[v].name);
+  for (int v : boundary.outputs) cut.output_values.push_back(facts.values[v].name);
+  for (int v : boundary.replayed_inputs) cut.replayed_inputs.push_back(facts.values[v].name);
   return cut;
 }
 
@@ -116,7 +128,7 @@ TEST_F(GraphSurgery, DropoutBatchNormSegmentTrainsBitwiseLikeTheOriginal) {
   torch::jit::Module original = torch::jit::load(path("model.pt"));
   const int first = nodeIdOf(original, "aten::matmul");
   const int last = nodeIdOf(original, "aten::matmul", 1);
-  const Plan plan = planFor(path("model.pt"), {segmentBetween(first, last)});
+  const Plan plan = planFor(path("model.pt"), {segmentBetween(original, first, last)});
 
   torch::jit::Module rewritten = checkpointedModel(path("model.pt"), plan);
   const auto graph = rewritten.get_method("forward").graph();
@@ -151,7 +163,7 @@ TEST_F(GraphSurgery, OptionalConvBiasIsPassedWhenSetAndNoneWhenNot) {
   torch::jit::Module original = torch::jit::load(path("conv.pt"));
   const int first = nodeIdOf(original, "aten::conv2d");
   const int last = nodeIdOf(original, "aten::conv2d", 1);
-  torch::jit::Module rewritten = checkpointedModel(path("conv.pt"), planFor(path("conv.pt"), {segmentBetween(first, last)}));
+  torch::jit::Module rewritten = checkpointedModel(path("conv.pt"), planFor(path("conv.pt"), {segmentBetween(original, first, last)}));
   rewritten.save(path("conv.ckpt.pt"));
   const VerificationResult result = verifyRewrite(path("conv.pt"), path("conv.ckpt.pt"), stepConfig({"float32[2,3,12,12]"}));
   EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
@@ -162,8 +174,8 @@ TEST_F(GraphSurgery, TwoSegmentsInOneModel) {
   makeOptionalBiasConvModel().save(path("conv.pt"));
   torch::jit::Module original = torch::jit::load(path("conv.pt"));
   const int relu = nodeIdOf(original, "aten::relu");
-  const Plan plan = planFor(path("conv.pt"), {segmentBetween(nodeIdOf(original, "aten::conv2d"), relu),
-                                             segmentBetween(relu + 1, nodeIdOf(original, "aten::sigmoid"))});
+  const Plan plan = planFor(path("conv.pt"), {segmentBetween(original, nodeIdOf(original, "aten::conv2d"), relu),
+                                             segmentBetween(original, relu + 1, nodeIdOf(original, "aten::sigmoid"))});
   torch::jit::Module rewritten = checkpointedModel(path("conv.pt"), plan);
   EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "acprof::checkpoint"), 2u);
   rewritten.save(path("conv.ckpt.pt"));
@@ -174,7 +186,7 @@ TEST_F(GraphSurgery, TwoSegmentsInOneModel) {
 TEST_F(GraphSurgery, RefusesAPlanNamingValuesTheModelDoesNotHave) {
   makeDropoutBatchNormModel().save(path("model.pt"));
   torch::jit::Module original = torch::jit::load(path("model.pt"));
-  SegmentCut cut = segmentBetween(nodeIdOf(original, "aten::matmul"), nodeIdOf(original, "aten::relu"));
+  SegmentCut cut = segmentBetween(original, nodeIdOf(original, "aten::matmul"), nodeIdOf(original, "aten::relu"));
   cut.input_values = {"no_such_value"};
   try {
     checkpointedModel(path("model.pt"), planFor(path("model.pt"), {cut}));
@@ -186,7 +198,7 @@ TEST_F(GraphSurgery, RefusesAPlanNamingValuesTheModelDoesNotHave) {
 
 TEST_F(GraphSurgery, RefusesNodeIdsBeyondTheGraph) {
   makeDropoutBatchNormModel().save(path("model.pt"));
-  EXPECT_THROW(checkpointedModel(path("model.pt"), planFor(path("model.pt"), {segmentBetween(3, 100000)})),
+  EXPECT_THROW(checkpointedModel(path("model.pt"), planFor(path("model.pt"), {segmentBetween(makeDropoutBatchNormModel(), 3, 100000)})),
                RewriteError);
 }
 
@@ -202,14 +214,16 @@ def forward(self, x):
   module.save(path("inplace.pt"));
   const int mul = nodeIdOf(module, "aten::mul_");
   try {
-    checkpointedModel(path("inplace.pt"), planFor(path("inplace.pt"), {segmentBetween(mul, mul + 1)}));
+    checkpointedModel(path("inplace.pt"), planFor(path("inplace.pt"), {segmentBetween(module, mul, mul + 1)}));
     FAIL() << "an in-place write to a segment input was accepted";
   } catch (const RewriteError& e) {
-    EXPECT_NE(std::string(e.what()).find("writes in place"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[write-outside]"), std::string::npos) << e.what();
   }
 }
 
-TEST_F(GraphSurgery, RefusesControlFlowInsideASegment) {
+// Control flow that writes nothing outside itself is an ordinary member of a
+// segment: the recompute runs the branch again.
+TEST_F(GraphSurgery, BranchInsideASegmentTrainsBitwiseLikeTheOriginal) {
   torch::jit::Module module("acprof_test.Branch");
   module.register_parameter("w", (at::randn({8, 8})).requires_grad_(), false);
   module.define(R"JIT(
@@ -220,12 +234,38 @@ def forward(self, x):
     return h.sum()
 )JIT");
   module.save(path("branch.pt"));
-  const int branch = nodeIdOf(module, "prim::If");
+  const torch::jit::Module saved = torch::jit::load(path("branch.pt"));
+  const int first = nodeIdOf(saved, "aten::matmul");
+  const int branch = nodeIdOf(saved, "prim::If");
+  torch::jit::Module rewritten =
+      checkpointedModel(path("branch.pt"), planFor(path("branch.pt"), {segmentBetween(saved, first, branch)}));
+  EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "prim::If"), 0u);
+  rewritten.save(path("branch.ckpt.pt"));
+  const VerificationResult result = verifyRewrite(path("branch.pt"), path("branch.ckpt.pt"), stepConfig({"float32[4,8]"}));
+  EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
+}
+
+// Setting a module attribute is state a recompute must not touch twice.
+TEST_F(GraphSurgery, RefusesASegmentThatSetsAModuleAttribute) {
+  torch::jit::Module module("acprof_test.Counter");
+  module.register_parameter("w", (at::randn({8, 8})).requires_grad_(), false);
+  module.register_attribute("calls", c10::IntType::get(), int64_t{0});
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    self.calls = self.calls + 1
+    return torch.relu(h).sum()
+)JIT");
+  module.save(path("counter.pt"));
+  const int first = nodeIdOf(module, "aten::matmul");
+  const int last = nodeIdOf(module, "aten::relu");
+  SegmentCut cut = segmentBetween(module, first, last);
   try {
-    checkpointedModel(path("branch.pt"), planFor(path("branch.pt"), {segmentBetween(branch - 1, branch)}));
-    FAIL() << "a segment holding prim::If was accepted";
+    checkpointedModel(path("counter.pt"), planFor(path("counter.pt"), {cut}));
+    FAIL() << "a segment setting a module attribute was accepted";
   } catch (const RewriteError& e) {
-    EXPECT_NE(std::string(e.what()).find("prim::If"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[barrier]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("prim::SetAttr"), std::string::npos) << e.what();
   }
 }
 
@@ -234,7 +274,7 @@ class RewriteModelFile : public GraphSurgery {
   Plan savedModelAndPlan() {
     makeDropoutBatchNormModel().save(path("model.pt"));
     torch::jit::Module original = torch::jit::load(path("model.pt"));
-    Plan plan = planFor(path("model.pt"), {segmentBetween(nodeIdOf(original, "aten::matmul"),
+    Plan plan = planFor(path("model.pt"), {segmentBetween(original, nodeIdOf(original, "aten::matmul"),
                                                           nodeIdOf(original, "aten::dropout"))});
     Profile profile;
     profile.meta.model_path = path("model.pt");

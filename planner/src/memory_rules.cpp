@@ -26,6 +26,10 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   timing.end_event = index.stepEndEvent(timing.last_backward_step);
   timing.forward_first_event = index.step_first_event[first_forward_step];
   timing.forward_end_event = index.stepEndEvent(last_forward_step);
+  timing.rng_state_bytes = index.profile.meta.checkpoint_rng_state_bytes;
+  timing.kept_state_bytes = timing.rng_state_bytes;
+  for (int v : index.rules.boundary(range.first_node, range.last_node).replayed_inputs)
+    timing.kept_state_bytes += index.profile.values[v].bytes;
   return timing;
 }
 
@@ -44,12 +48,22 @@ RecomputeBlock recomputeBlock(const ProfileIndex& index, const SegmentTiming& se
   RecomputeBlock block;
   if (!segment.has_backward) return block;
   block.leaf = blockLeaf(segment.recompute_event);
+  constexpr int kActivation = static_cast<int>(Category::Activation);
+  block.kept_state = LeafInterval{segment.kept_state_bytes, kActivation, gapLeaf(segment.forward_first_event),
+                                  blockLeaf(segment.end_event)};
   const auto inside = [&](int tensor) {
     const int producer = index.profile.tensors[tensor].producer_node;
     return producer >= segment.range.first_node && producer <= segment.range.last_node;
   };
+  // The recompute starts by copying the current generator state (to put it back after).
   CategoryBytes running{};
-  int64_t running_total = 0;
+  running[kActivation] = segment.rng_state_bytes;
+  int64_t running_total = segment.rng_state_bytes;
+  if (running_total > 0) {
+    block.has_events = true;
+    block.rise_bytes = running_total;
+    block.rise_by_category = running;
+  }
   for (int e = segment.forward_first_event; e < segment.forward_end_event; ++e) {
     bool replayed = false;
     for (const int* t = index.tensors_allocated_at_event.begin(e); t != index.tensors_allocated_at_event.end(e); ++t) {

@@ -27,7 +27,12 @@
 //   - otherwise (held past forward by something outside the graph) a copy alive
 //     from R to End on top of an unchanged forward life.
 // A tensor read inside S but made outside (not static) lives at least until End:
-// the checkpoint holds its inputs until its backward returns.
+// the checkpoint holds its inputs until its backward returns. Reads through
+// lists count: the tensors of a list that S reads are inputs too.
+// The checkpoint also keeps, from just before S's forward until End, the
+// generator state it replays (profile meta checkpoint_rng_state_bytes) and a
+// snapshot of each input S writes in place (cut_rules.h replayed inputs); its
+// recompute copies the current generator state once more while it runs.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +63,8 @@ struct SegmentTiming {
   int end_event = 0;        // the checkpoint's backward has returned by the gap before this event
   int forward_first_event = 0;  // the segment's forward steps cover [forward_first_event, forward_end_event)
   int forward_end_event = 0;
+  int64_t rng_state_bytes = 0;   // generator state kept, and copied again during the recompute
+  int64_t kept_state_bytes = 0;  // rng_state_bytes + snapshots of the inputs it writes
 };
 
 SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range);
@@ -71,6 +78,7 @@ struct RecomputeBlock {
   int leaf = 0;
   int64_t rise_bytes = 0;
   CategoryBytes rise_by_category{};
+  LeafInterval kept_state;  // what the checkpoint keeps besides its inputs (bytes 0: nothing)
 };
 RecomputeBlock recomputeBlock(const ProfileIndex& index, const SegmentTiming& segment);
 

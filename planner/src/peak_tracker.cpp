@@ -108,6 +108,7 @@ void PeakTracker::applyTensor(int tensor, int sign) {
 
 void PeakTracker::applyBlock(const RecomputeBlock& block, int sign) {
   if (block.has_events) tree_.add(block.leaf, block.leaf + 1, sign * block.rise_bytes);
+  tree_.add(block.kept_state.begin_leaf, block.kept_state.end_leaf, sign * block.kept_state.bytes);
 }
 
 void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vector<NodeRange>& added) {

@@ -26,6 +26,8 @@ json segmentToJson(const SegmentCut& s) {
               {"last_node", s.last_node},
               {"input_values", s.input_values},
               {"output_values", s.output_values},
+              {"replayed_inputs", s.replayed_inputs},
+              {"kept_state_bytes", s.kept_state_bytes},
               {"dropped_tensors", s.dropped_tensors},
               {"dropped_bytes", s.dropped_bytes},
               {"recompute_time_us", s.recompute_time_us}};
@@ -37,6 +39,8 @@ SegmentCut segmentFromJson(const json& j, const std::string& where) {
   s.last_node = field<int>(j, "last_node", where);
   s.input_values = field<std::vector<std::string>>(j, "input_values", where);
   s.output_values = field<std::vector<std::string>>(j, "output_values", where);
+  s.replayed_inputs = field<std::vector<std::string>>(j, "replayed_inputs", where);
+  s.kept_state_bytes = field<int64_t>(j, "kept_state_bytes", where);
   s.dropped_tensors = field<std::vector<int>>(j, "dropped_tensors", where);
   s.dropped_bytes = field<int64_t>(j, "dropped_bytes", where);
   s.recompute_time_us = field<double>(j, "recompute_time_us", where);

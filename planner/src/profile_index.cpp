@@ -20,7 +20,8 @@ ProfileIndex::ProfileIndex(const Profile& p)
     : profile(p),
       event_count(p.event_count),
       node_count(static_cast<int>(p.nodes.size())),
-      step_count(static_cast<int>(p.steps.size())) {
+      step_count(static_cast<int>(p.steps.size())),
+      rules(cutRulesOf(p)) {
   step_first_event.reserve(step_count + 1);
   for (const Step& s : p.steps) step_first_event.push_back(s.first_event);
   step_first_event.push_back(event_count);
@@ -54,29 +55,13 @@ ProfileIndex::ProfileIndex(const Profile& p)
   }
   gradients_received_by_node = FlatLists::fromLists(received);
 
-  std::unordered_map<std::string, int> value_producer;
-  for (const ForwardNode& n : p.nodes)
-    for (const std::string& v : n.outputs) value_producer[v] = n.id;
-
   first_backward_step.assign(node_count, -1);
   last_backward_step.assign(node_count, -1);
-  mutation_floor_node.assign(node_count, INT_MAX);
-  uncuttable_before.assign(node_count + 1, 0);
-  running_before.assign(node_count + 1, 0);
   for (const ForwardNode& n : p.nodes) {
     for (int s : n.backward_steps) {
       if (first_backward_step[n.id] < 0 || s < first_backward_step[n.id]) first_backward_step[n.id] = s;
       last_backward_step[n.id] = std::max(last_backward_step[n.id], s);
     }
-    for (const std::string& v : n.mutated_inputs) {
-      auto it = value_producer.find(v);
-      const int producer = it == value_producer.end() ? -1 : it->second;
-      // The rewriter clones module buffers for the recompute, so writing one is safe.
-      if (producer >= 0 && p.nodes[producer].kind == "prim::GetAttr") continue;
-      mutation_floor_node[n.id] = std::min(mutation_floor_node[n.id], producer);
-    }
-    uncuttable_before[n.id + 1] = uncuttable_before[n.id] + (n.cuttable ? 0 : 1);
-    running_before[n.id + 1] = running_before[n.id] + (n.forward_step >= 0 ? 1 : 0);
   }
 }
 

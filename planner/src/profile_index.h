@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "acprof/cut_rules.h"
 #include "acprof/profile_format.h"
 
 namespace acprof {
@@ -44,12 +45,8 @@ class ProfileIndex {
   // Per node: first/last backward step it created (-1: none).
   std::vector<int> first_backward_step;
   std::vector<int> last_backward_step;
-  // Per node: the smallest node id that produced a value it writes in place,
-  // module buffers (prim::GetAttr) excepted; -1 for a graph input; INT_MAX if none.
-  std::vector<int> mutation_floor_node;
-  // Prefix counts over nodes: [0, i) has uncuttable_before[i] uncuttable nodes.
-  std::vector<int> uncuttable_before;
-  std::vector<int> running_before;     // nodes with forward_step >= 0
+  // The one legality model (acprof/cut_rules.h) over the profile's graph facts.
+  CutRules rules;
 
   bool isStatic(int tensor) const { return profile.tensors[tensor].alloc_event < 0; }
   bool outlivesIteration(int tensor) const { return profile.tensors[tensor].free_event >= event_count; }

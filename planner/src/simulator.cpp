@@ -74,6 +74,10 @@ LeafTimeline replay(const ProfileIndex& index, const DecisionLayout& layout) {
     const RecomputeBlock block = recomputeBlock(index, timing);
     out.blocks.push_back(block);
     out.block_step.push_back(timing.first_backward_step);
+    if (block.kept_state.bytes > 0) {
+      delta[block.kept_state.begin_leaf][block.kept_state.category] += block.kept_state.bytes;
+      delta[block.kept_state.end_leaf][block.kept_state.category] -= block.kept_state.bytes;
+    }
     if (!block.has_events) continue;
     for (int c = 0; c < kCategoryCount; ++c) {
       delta[block.leaf][c] += block.rise_by_category[c];
@@ -149,21 +153,7 @@ std::vector<int64_t> Simulator::liveBytesPerEvent(const RecomputeDecision& decis
 }
 
 std::string Simulator::segmentProblem(const NodeRange& r) const {
-  const ProfileIndex& index = *index_;
-  if (r.first_node < 0 || r.last_node < r.first_node || r.last_node >= index.node_count)
-    return fmt::format("[{}, {}] is not a range of the profile's {} nodes", r.first_node, r.last_node,
-                       index.node_count);
-  if (index.uncuttable_before[r.last_node + 1] != index.uncuttable_before[r.first_node])
-    return fmt::format("[{}, {}] contains a node that cannot be cut (control flow or a side effect)", r.first_node,
-                       r.last_node);
-  if (index.running_before[r.last_node + 1] == index.running_before[r.first_node])
-    return fmt::format("[{}, {}] contains no node that runs", r.first_node, r.last_node);
-  for (int n = r.first_node; n <= r.last_node; ++n)
-    if (index.mutation_floor_node[n] < r.first_node)
-      return fmt::format("node {} ({}) writes in place to a value made outside [{}, {}]; a recompute would "
-                         "write it twice",
-                         n, index.profile.nodes[n].kind, r.first_node, r.last_node);
-  return "";
+  return index_->rules.problem(r.first_node, r.last_node);
 }
 
 SegmentCut Simulator::describeSegment(const NodeRange& r) const {
@@ -172,21 +162,22 @@ SegmentCut Simulator::describeSegment(const NodeRange& r) const {
   SegmentCut cut;
   cut.first_node = r.first_node;
   cut.last_node = r.last_node;
-  std::unordered_set<std::string> defined_inside, listed_inputs, listed_outputs;
-  for (int n = r.first_node; n <= r.last_node; ++n) {
-    for (const std::string& v : nodes[n].inputs)
-      if (!defined_inside.count(v) && listed_inputs.insert(v).second) cut.input_values.push_back(v);
-    for (const std::string& v : nodes[n].outputs) defined_inside.insert(v);
-    cut.recompute_time_us += nodes[n].forward_time_us;
-  }
-  for (int n = r.last_node + 1; n < index.node_count; ++n)
-    for (const std::string& v : nodes[n].inputs)
-      if (defined_inside.count(v) && listed_outputs.insert(v).second) cut.output_values.push_back(v);
+  const SegmentBoundary boundary = index.rules.boundary(r.first_node, r.last_node);
+  const auto names = [&](const std::vector<int>& ids) {
+    std::vector<std::string> out;
+    for (int v : ids) out.push_back(index.profile.values[v].name);
+    return out;
+  };
+  cut.input_values = names(boundary.inputs);
+  cut.output_values = names(boundary.outputs);
+  cut.replayed_inputs = names(boundary.replayed_inputs);
+  for (int n = r.first_node; n <= r.last_node; ++n) cut.recompute_time_us += nodes[n].forward_time_us;
   const SegmentTiming timing = segmentTiming(index, r);
   if (!timing.has_backward) {
     cut.recompute_time_us = 0;  // its backward never runs, so nothing is recomputed
     return cut;
   }
+  cut.kept_state_bytes = timing.kept_state_bytes;
   for (int n = r.first_node; n <= r.last_node; ++n)
     for (const int* t = index.tensors_produced_by_node.begin(n); t != index.tensors_produced_by_node.end(n); ++t)
       if (insideRole(index, *t, timing) == InsideRole::InternalActivation) {

@@ -55,7 +55,7 @@ SolverResult segmentEvenly(const Simulator& simulator, int segment_count) {
     if (open_first >= 0 && !simulator.segmentProblem({open_first, n}).empty()) close(n - 1);
     if (open_first < 0) {
       if (!simulator.segmentProblem({n, n}).empty() && index.profile.nodes[n].forward_step >= 0) continue;
-      if (!index.profile.nodes[n].cuttable) continue;
+      if (index.profile.nodes[n].role == CutRole::Barrier) continue;
       open_first = n;
     }
     open_bytes += activation_bytes[n];

@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
+#include "acprof/torch_compat.h"
 #include "ops/rng_state.h"
 
 namespace acprof {
@@ -13,62 +14,136 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 constexpr const char* kSegmentKey = "segment";
-constexpr const char* kCpuRngKey = "cpu_rng";
-constexpr const char* kCudaRngKey = "cuda_rng";
+constexpr const char* kInputCountKey = "input_count";
 constexpr const char* kCudaDevicesKey = "cuda_devices";
+constexpr const char* kAutocastKey = "autocast";
 
-void saveRngStates(AutogradContext* ctx, const RngStates& states) {
-  ctx->saved_data[kCpuRngKey] = states.cpu;
-  std::vector<at::Tensor> cuda_states;
-  std::vector<int64_t> cuda_devices;
-  for (const auto& [device, state] : states.cuda) {
-    cuda_devices.push_back(device);
-    cuda_states.push_back(state);
+// The autocast state forward ran under, for the CPU and CUDA device types.
+struct AutocastState {
+  bool cpu_enabled = false;
+  c10::ScalarType cpu_dtype = at::kBFloat16;
+  bool cuda_enabled = false;
+  c10::ScalarType cuda_dtype = at::kHalf;
+  bool cache_enabled = true;
+
+  static AutocastState current() {
+    AutocastState state;
+    state.cpu_enabled = compat::autocastEnabled(c10::DeviceType::CPU);
+    state.cpu_dtype = compat::autocastDtype(c10::DeviceType::CPU);
+    state.cuda_enabled = compat::autocastEnabled(c10::DeviceType::CUDA);
+    state.cuda_dtype = compat::autocastDtype(c10::DeviceType::CUDA);
+    state.cache_enabled = at::autocast::is_autocast_cache_enabled();
+    return state;
   }
-  ctx->saved_data[kCudaRngKey] = cuda_states;
-  ctx->saved_data[kCudaDevicesKey] = cuda_devices;
-}
-
-RngStates loadRngStates(AutogradContext* ctx) {
-  RngStates states;
-  states.cpu = ctx->saved_data[kCpuRngKey].toTensor();
-  const auto cuda_states = ctx->saved_data[kCudaRngKey].toTensorVector();
-  const auto cuda_devices = ctx->saved_data[kCudaDevicesKey].toIntVector();
-  for (size_t i = 0; i < cuda_states.size(); ++i) states.cuda.emplace_back(cuda_devices[i], cuda_states[i]);
-  return states;
-}
-
-// The recompute works on detached inputs so that its graph ends at them;
-// inputs the segment writes in place (buffers) are copied so that the
-// recompute does not update running statistics a second time.
-std::vector<at::Tensor> recomputeInputs(const Segment& segment, const variable_list& saved) {
-  std::vector<at::Tensor> inputs;
-  inputs.reserve(saved.size());
-  for (size_t i = 0; i < saved.size(); ++i) {
-    at::Tensor input = saved[i].detach();
-    if (segment.writesInput(i)) input = input.clone();
-    if (saved[i].requires_grad()) input.requires_grad_(true);
-    inputs.push_back(std::move(input));
+  void apply() const {
+    compat::setAutocastEnabled(c10::DeviceType::CPU, cpu_enabled);
+    compat::setAutocastDtype(c10::DeviceType::CPU, cpu_dtype);
+    compat::setAutocastEnabled(c10::DeviceType::CUDA, cuda_enabled);
+    compat::setAutocastDtype(c10::DeviceType::CUDA, cuda_dtype);
+    at::autocast::set_autocast_cache_enabled(cache_enabled);
   }
-  return inputs;
-}
+  std::vector<int64_t> pack() const {
+    return {cpu_enabled, static_cast<int64_t>(cpu_dtype), cuda_enabled, static_cast<int64_t>(cuda_dtype),
+            cache_enabled};
+  }
+  static AutocastState unpack(const std::vector<int64_t>& packed) {
+    AutocastState state;
+    state.cpu_enabled = packed.at(0) != 0;
+    state.cpu_dtype = static_cast<c10::ScalarType>(packed.at(1));
+    state.cuda_enabled = packed.at(2) != 0;
+    state.cuda_dtype = static_cast<c10::ScalarType>(packed.at(3));
+    state.cache_enabled = packed.at(4) != 0;
+    return state;
+  }
+};
 
+// Runs a scope under another autocast state, as torch.autocast(...) would
+// (nesting counted, cast cache cleared at the outermost exit), then restores.
+class AutocastStateScope {
+ public:
+  explicit AutocastStateScope(const AutocastState& state) : previous_(AutocastState::current()) {
+    state.apply();
+    at::autocast::increment_nesting();
+  }
+  ~AutocastStateScope() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    previous_.apply();
+  }
+  AutocastStateScope(const AutocastStateScope&) = delete;
+  AutocastStateScope& operator=(const AutocastStateScope&) = delete;
+
+ private:
+  AutocastState previous_;
+};
+
+// Forward runs without grad, so a weight cast it put in autocast's cache would
+// carry no history: a later use of the same weight outside the segment would
+// then get a cast that gradients cannot flow through. Forward casts uncached.
+class NoAutocastCacheScope {
+ public:
+  NoAutocastCacheScope() : previous_(at::autocast::is_autocast_cache_enabled()) {
+    at::autocast::set_autocast_cache_enabled(false);
+  }
+  ~NoAutocastCacheScope() { at::autocast::set_autocast_cache_enabled(previous_); }
+
+ private:
+  bool previous_;
+};
+
+// Saved variables (released by the autograd engine when backward returns):
+// the inputs, with a snapshot in place of each input the segment writes, then
+// the CPU generator state, then one state per CUDA device.
 struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
   static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<Segment> segment, at::TensorList inputs) {
-    saveRngStates(ctx, RngStates::capture(inputs));
-    // Function::apply already runs forward with grad disabled: nothing inside is kept.
-    variable_list outputs = segment->run(inputs.vec());
+    variable_list saved;
+    saved.reserve(inputs.size() + 1);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      saved.push_back(segment->writesInput(i) ? inputs[i].clone() : inputs[i]);
+    const RngStates rng = RngStates::capture(inputs);
+    saved.push_back(rng.cpu);
+    std::vector<int64_t> cuda_devices;
+    for (const auto& [device, state] : rng.cuda) {
+      cuda_devices.push_back(device);
+      saved.push_back(state);
+    }
     ctx->saved_data[kSegmentKey] = segment;
-    ctx->save_for_backward(inputs.vec());
+    ctx->saved_data[kInputCountKey] = static_cast<int64_t>(inputs.size());
+    ctx->saved_data[kCudaDevicesKey] = cuda_devices;
+    ctx->saved_data[kAutocastKey] = AutocastState::current().pack();
+    variable_list outputs;
+    {
+      // Function::apply already runs forward with grad disabled: nothing inside is kept.
+      const NoAutocastCacheScope uncached;
+      outputs = segment->run(inputs.vec());
+    }
+    ctx->save_for_backward(saved);
     return outputs;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const auto segment = ctx->saved_data[kSegmentKey].toCustomClass<Segment>();
-    variable_list inputs = recomputeInputs(*segment, ctx->get_saved_variables());
+    const size_t input_count = static_cast<size_t>(ctx->saved_data[kInputCountKey].toInt());
+    variable_list saved = ctx->get_saved_variables();
+    RngStates rng;
+    rng.cpu = saved.at(input_count);
+    const auto cuda_devices = ctx->saved_data[kCudaDevicesKey].toIntVector();
+    for (size_t i = 0; i < cuda_devices.size(); ++i) rng.cuda.emplace_back(cuda_devices[i], saved.at(input_count + 1 + i));
+    saved.resize(input_count);
+
+    // The recompute's graph ends at detached inputs; snapshots are the
+    // checkpoint's own, so the recompute writes to them.
+    variable_list inputs;
+    inputs.reserve(input_count);
+    for (size_t i = 0; i < input_count; ++i) {
+      at::Tensor input = saved[i].detach();
+      if (!segment->writesInput(i) && saved[i].requires_grad()) input.requires_grad_(true);
+      inputs.push_back(std::move(input));
+    }
+    saved.clear();
     std::vector<at::Tensor> outputs;
     {
-      const ReplayedRngScope replayed(loadRngStates(ctx));
+      const ReplayedRngScope replayed(rng);
+      const AutocastStateScope autocast(AutocastState::unpack(ctx->saved_data[kAutocastKey].toIntVector()));
       at::AutoGradMode grad_enabled(true);
       outputs = segment->run(inputs);
     }

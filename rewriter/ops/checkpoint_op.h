@@ -2,11 +2,15 @@
 // rewritten model calls in place of a region of its forward graph.
 //
 // Forward runs the segment without recording autograd history and keeps only
-// the inputs (and the RNG states); backward re-runs the segment with grad
-// enabled on detached copies of the inputs, differentiates it with the
-// incoming gradients and drops the recomputed tensors. Loss, gradients and
-// buffers equal those of the unrewritten model bit for bit where the kernels
-// are deterministic.
+// its inputs, the generator states and, for each input the segment writes in
+// place (a buffer's running statistics), a snapshot taken before forward;
+// backward re-runs the segment with grad enabled, under the generator and
+// autocast state forward ran under, on detached inputs (the snapshots for
+// written ones, so the recompute reads what forward read and writes to a
+// copy), differentiates it with the incoming gradients and drops the
+// recomputed tensors. What it keeps is released when its backward returns.
+// Loss, gradients and buffers equal those of the unrewritten model bit for bit
+// where the kernels are deterministic.
 #pragma once
 
 #include <vector>

@@ -4,7 +4,8 @@
 // ordinary module attributes and `torch.jit.save` / `torch.jit.load` keep them:
 // the state pickled is the region's subgraph as IR text plus the indices of the
 // inputs that the subgraph writes in place (module buffers such as batch norm's
-// running statistics), which the recompute must write to copies instead.
+// running statistics): the checkpoint snapshots them before forward, and the
+// recompute reads and writes the snapshot instead.
 // The subgraph takes only tensors and returns only tensors.
 #pragma once
 

@@ -1,7 +1,6 @@
 #include "graph_surgery.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -10,6 +9,8 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include "acprof/cut_facts.h"
+#include "acprof/cut_rules.h"
 #include "acprof/forward_graph.h"
 #include "acprof/rewriter.h"
 #include "ops/checkpoint_op.h"
@@ -32,12 +33,6 @@ bool isScalar(const Value* value) {
   return kind == c10::TypeKind::IntType || kind == c10::TypeKind::FloatType || kind == c10::TypeKind::BoolType;
 }
 
-// The IR parser reads no "inf" or "nan" literal; such constants travel as scalars.
-bool isNonFiniteFloat(const Value* value) {
-  if (value->type()->kind() != c10::TypeKind::FloatType) return false;
-  const auto constant = torch::jit::toIValue(value);
-  return constant && constant->isDouble() && !std::isfinite(constant->toDouble());
-}
 
 c10::Symbol scalarFromTensorOp(const Value* value) {
   switch (value->type()->kind()) {
@@ -52,149 +47,108 @@ std::string describe(const Node* node) {
   return fmt::format("{}{}", node->kind().toQualString(), scope.empty() ? "" : " in " + scope);
 }
 
-// The module attribute a chain of prim::GetAttr from the graph's self reads.
-struct AttributeRef {
-  c10::intrusive_ptr<c10::ivalue::Object> owner;
-  std::string name;
+std::string joinNames(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "%" : ", %") + name;
+  return out.empty() ? "none" : out;
+}
 
-  c10::IValue value() const { return owner->getAttr(name); }
-  bool isBuffer() const {
-    const auto slot = owner->type()->findAttributeSlot(name);
-    return slot && owner->type()->is_buffer(*slot);
-  }
+// The graph, its numbering and its cut facts, computed once before any cut,
+// so that every segment is judged on the graph the plan was made for.
+struct CutContext {
+  torch::jit::Module& module;
+  Graph& graph;
+  std::vector<Node*> nodes;
+  GraphCutFacts facts;
+  std::vector<Value*> value_of_id;
 };
 
-std::optional<AttributeRef> attributeRead(const Value* value, const torch::jit::Module& module, const Value* self) {
-  const Node* node = value->node();
-  if (node->kind() != prim::GetAttr) return std::nullopt;
-  const Value* base = node->input(0);
-  c10::intrusive_ptr<c10::ivalue::Object> owner;
-  if (base == self) {
-    owner = module._ivalue();
-  } else {
-    const auto parent = attributeRead(base, module, self);
-    if (!parent) return std::nullopt;
-    const c10::IValue parent_value = parent->value();
-    if (!parent_value.isObject()) return std::nullopt;
-    owner = parent_value.toObject();
-  }
-  return AttributeRef{owner, node->s(torch::jit::attr::name)};
-}
-
-// Nodes whose copy computes the same value anywhere: no side effects, no writes, no sub-blocks.
-bool isPureProducer(const Node* node) {
-  if (!node->blocks().empty() || node->hasSideEffects() || node->kind() == prim::GetAttr) return false;
-  if (!mutatedInputNames(node).empty()) return false;
-  const auto kind = node->kind();
-  if (kind == prim::ListConstruct || kind == prim::TupleConstruct || kind == prim::Constant) return true;
-  return node->maybeSchema() != nullptr && !node->isNondeterministic();
-}
-
-// Cuts one planned region out of the outer graph into a Segment.
+// Cuts one planned region out of the outer graph into a Segment: the Compute
+// nodes move into the segment's subgraph, Duplicable nodes stay outside (and
+// are copied in where the segment reads them), exactly as acprof/cut_rules.h
+// describes the boundary.
 class SegmentCutter {
  public:
-  SegmentCutter(torch::jit::Module& module, Graph& graph, std::vector<Node*> region, size_t index, int first_id)
-      : module_(module),
-        graph_(graph),
-        self_(graph.inputs().at(0)),
-        region_(std::move(region)),
+  SegmentCutter(CutContext& context, const CutRules& rules, const SegmentCut& cut, size_t index)
+      : context_(context),
+        graph_(context.graph),
+        rules_(rules),
+        plan_cut_(cut),
         index_(index),
-        first_id_(first_id),
-        insert_before_(region_.back()->next()),
-        subgraph_(std::make_shared<Graph>()) {}
+        insert_before_(context.nodes[cut.last_node]->next()),
+        subgraph_(std::make_shared<Graph>()) {
+    for (int id = cut.first_node; id <= cut.last_node; ++id) region_.push_back(context.nodes[id]);
+  }
 
   void cut() {
-    classifyRegion();
+    checkAgainstPlan();
+    for (Node* node : region_)
+      if (context_.facts.nodes[nodeId(node)].role == CutRole::Compute) moved_.insert(node);
     torch::jit::WithInsertPoint outer_insert_point(insert_before_);
-    for (Node* node : region_) {
+    for (Node* node : region_)
       if (moved_.count(node)) cloneIntoSubgraph(node);
-    }
-    const std::vector<Value*> outputs = collectOutputs();
+    const std::vector<Value*> outputs = registerOutputs();
     installCall(createSegment(), outputs);
+    // Users first: a Duplicable node that only the segment read goes with it.
+    std::vector<Node*> kept;
     for (auto it = region_.rbegin(); it != region_.rend(); ++it) {
-      if (moved_.count(*it)) (*it)->destroy();
+      if (moved_.count(*it) || !(*it)->hasUses()) {
+        (*it)->destroy();
+      } else {
+        kept.insert(kept.begin(), *it);
+      }
     }
+    moveAfterCallWhereNeeded(kept);
   }
 
  private:
-  // Attribute reads, constants and pure non-tensor computations that do not
-  // depend on the segment stay in the outer graph: they allocate nothing worth recomputing,
-  // and parameters read here must stay visible to autograd as segment inputs.
-  void classifyRegion() {
-    for (Node* node : region_) {
-      if (!node->blocks().empty() || !isCuttable(node)) {
-        throw RewriteError(fmt::format(
-            "plan segment {} contains node {} ({}), which cannot be recomputed (control flow or side effects); "
-            "make the plan again from a profile of this model",
-            index_, nodeId(node), describe(node)));
-      }
-      const bool depends_on_segment = std::any_of(node->inputs().begin(), node->inputs().end(),
-                                                  [&](const Value* input) { return moved_.count(input->node()); });
-      const bool produces_tensor =
-          std::any_of(node->outputs().begin(), node->outputs().end(), [](const Value* v) { return isTensor(v); });
-      // Constants stay too: a tensor constant cannot be written as IR text, so it enters as an input.
-      const bool stays_outside = node->kind() == prim::GetAttr || node->kind() == prim::Constant ||
-                                 (!depends_on_segment && !produces_tensor && isPureProducer(node));
-      if (!stays_outside) moved_.insert(node);
+  // The rules must accept the range, and the boundary they draw on this graph
+  // must be the one the plan names: a plan is cut as planned or not at all.
+  void checkAgainstPlan() {
+    const std::string problem = rules_.problem(plan_cut_.first_node, plan_cut_.last_node);
+    if (!problem.empty()) {
+      throw RewriteError(fmt::format("plan segment {} (nodes {}..{}) cannot be cut: {}; make the plan again from a "
+                                     "profile of this model",
+                                     index_, plan_cut_.first_node, plan_cut_.last_node, problem));
     }
-    if (moved_.empty()) {
-      throw RewriteError(fmt::format("plan segment {} holds no computation (only attribute reads and constants); "
-                                     "make the plan again from a profile of this model", index_));
+    boundary_ = rules_.boundary(plan_cut_.first_node, plan_cut_.last_node);
+    const auto names = [&](const std::vector<int>& ids) {
+      std::vector<std::string> out;
+      for (int v : ids) out.push_back(context_.facts.values[v].name);
+      return out;
+    };
+    const std::pair<const char*, std::pair<std::vector<std::string>, std::vector<std::string>>> sides[] = {
+        {"inputs", {plan_cut_.input_values, names(boundary_.inputs)}},
+        {"outputs", {plan_cut_.output_values, names(boundary_.outputs)}},
+        {"replayed inputs", {plan_cut_.replayed_inputs, names(boundary_.replayed_inputs)}}};
+    for (const auto& [side, lists] : sides) {
+      if (joinNames(lists.first) == joinNames(lists.second)) continue;
+      throw RewriteError(fmt::format(
+          "plan segment {} (nodes {}..{}) names {} {}, but on this model's graph they are {}; the plan was made for "
+          "another model or by another acprof: profile and plan this model again",
+          index_, plan_cut_.first_node, plan_cut_.last_node, side, joinNames(lists.first), joinNames(lists.second)));
     }
   }
 
   int nodeId(const Node* node) const {
-    return first_id_ + static_cast<int>(std::find(region_.begin(), region_.end(), node) - region_.begin());
+    return plan_cut_.first_node + static_cast<int>(std::find(region_.begin(), region_.end(), node) - region_.begin());
+  }
+
+  int valueId(const Value* value) const {
+    const auto it = context_.facts.value_ids.find(value);
+    return it == context_.facts.value_ids.end() ? -1 : it->second;
   }
 
   void cloneIntoSubgraph(Node* node) {
-    checkInPlaceWrites(node);
     Node* clone = subgraph_->createClone(node, [&](Value* input) { return subgraphValue(input); });
     subgraph_->insertNode(clone);
     for (size_t i = 0; i < node->outputs().size(); ++i) env_[node->output(i)] = clone->output(i);
   }
 
-  // In-place writes inside a segment happen twice (forward and recompute).
-  // That is harmless for values made inside, and for module buffers, whose
-  // recompute writes to a copy; anything else would be corrupted.
-  void checkInPlaceWrites(Node* node) {
-    for (Value* input : writtenInputs(node)) {
-      if (moved_.count(input->node())) continue;
-      const auto attribute = attributeRead(input, module_, self_);
-      if (!attribute || !attribute->isBuffer()) {
-        throw RewriteError(fmt::format(
-            "plan segment {} writes in place to %{} (node {}, {}), which is defined outside the segment and is not "
-            "a module buffer; make the plan again so the segment starts before %{} is made",
-            index_, input->debugName(), nodeId(node), describe(node), input->debugName()));
-      }
-      written_inputs_.push_back(static_cast<int64_t>(inputIndexOf(subgraphValue(input))));
-    }
-  }
-
-  // The inputs a node writes: those its schema marks as written, plus batch
-  // norm's running statistics, which aten::batch_norm updates in training
-  // without declaring it in its schema.
-  static std::vector<Value*> writtenInputs(Node* node) {
-    std::vector<Value*> written;
-    const c10::FunctionSchema* schema = node->maybeSchema();
-    if (!schema) return written;
-    const auto& arguments = schema->arguments();
-    for (size_t i = 0; i < arguments.size() && i < node->inputs().size(); ++i) {
-      const auto* alias = arguments[i].alias_info();
-      const bool declared = alias && alias->isWrite();
-      const bool running_statistic = arguments[i].name() == "running_mean" || arguments[i].name() == "running_var";
-      if ((declared || running_statistic) && isTensor(node->input(i))) written.push_back(node->input(i));
-    }
-    return written;
-  }
-
-  size_t inputIndexOf(const Value* subgraph_input) const {
-    const auto inputs = subgraph_->inputs();
-    return static_cast<size_t>(std::find(inputs.begin(), inputs.end(), subgraph_input) - inputs.begin());
-  }
-
-  Value* addSubgraphInput(Value* outer_tensor) {
+  Value* addSubgraphInput(Value* outer_tensor, int value_id) {
     outer_inputs_.push_back(outer_tensor);
+    outer_input_ids_.push_back(value_id);
     return subgraph_->addInput()->setType(c10::TensorType::get());
   }
 
@@ -206,60 +160,68 @@ class SegmentCutter {
     return mapped;
   }
 
+  // How an outside value enters is a fact of the graph (GraphValue::entry).
+  // Values made by an earlier segment's call are not in the facts: they are
+  // that call's tensors and scalars, which enter as inputs.
   Value* importExternalValue(Value* outer) {
+    const int id = valueId(outer);
+    const ValueEntry entry = id >= 0 ? context_.facts.values[id].entry : ValueEntry::Input;
     Node* producer = outer->node();
-    if (isTensor(outer)) return addSubgraphInput(outer);
-    if (producer->kind() == prim::Constant && !isNonFiniteFloat(outer)) {
-      return subgraph_->insertNode(subgraph_->createClone(producer, [](Value* v) { return v; }))->output();
+    switch (entry) {
+      case ValueEntry::Input:
+        if (isTensor(outer)) return addSubgraphInput(outer, id);
+        if (isScalar(outer)) {
+          Value* as_tensor = graph_.insert(prim::NumToTensor, {outer});
+          return subgraph_->insert(scalarFromTensorOp(outer), {addSubgraphInput(as_tensor, id)});
+        }
+        // An Optional[Tensor] module attribute that holds a tensor (a conv's bias).
+        return addSubgraphInput(graph_.insertUncheckedCast(outer, c10::TensorType::get()), id);
+      case ValueEntry::Clone: {
+        Node* clone = subgraph_->createClone(producer, [&](Value* input) { return subgraphValue(input); });
+        subgraph_->insertNode(clone);
+        for (size_t i = 0; i < producer->outputs().size(); ++i) env_[producer->output(i)] = clone->output(i);
+        return env_.at(outer);
+      }
+      case ValueEntry::Constant: {
+        const auto attribute = attributeRead(outer, context_.module);
+        Value* constant = subgraph_->insertConstant(attribute ? attribute->value() : c10::IValue());
+        constant->setType(outer->type());
+        return constant;
+      }
+      case ValueEntry::Blocked:
+        break;
     }
-    if (outer->type()->kind() == c10::TypeKind::NoneType) return subgraph_->insertConstant(c10::IValue());
-    if (isScalar(outer)) {
-      Value* as_tensor = graph_.insert(prim::NumToTensor, {outer});
-      return subgraph_->insert(scalarFromTensorOp(outer), {addSubgraphInput(as_tensor)});
-    }
-    if (const auto attribute = attributeRead(outer, module_, self_)) {
-      // An optional module attribute, such as a conv's bias: what the module holds decides.
-      const c10::IValue held = attribute->value();
-      if (held.isNone()) return subgraph_->insertConstant(c10::IValue());
-      if (held.isTensor()) return addSubgraphInput(graph_.insertUncheckedCast(outer, c10::TensorType::get()));
-    }
-    if (isPureProducer(producer)) {
-      Node* clone = subgraph_->createClone(producer, [&](Value* input) { return subgraphValue(input); });
-      subgraph_->insertNode(clone);
-      for (size_t i = 0; i < producer->outputs().size(); ++i) env_[producer->output(i)] = clone->output(i);
-      return env_.at(outer);
-    }
-    throw RewriteError(fmt::format(
-        "plan segment {} reads %{} of type {}, made by {} outside the segment, which cannot be passed into a "
-        "checkpoint; make the plan again so the segment starts before %{}",
-        index_, outer->debugName(), outer->type()->repr_str(), describe(producer), outer->debugName()));
+    throw RewriteError(fmt::format("plan segment {} reads %{} of type {}, made by {} outside the segment, which "
+                                   "cannot be passed into a checkpoint; this is a bug in acprof's cut rules, please "
+                                   "report it with the plan",
+                                   index_, outer->debugName(), outer->type()->repr_str(), describe(producer)));
   }
 
-  // Values made inside and read after the segment (or returned).
-  std::vector<Value*> collectOutputs() {
+  // The boundary's outputs, in its order, as subgraph outputs (scalars as 0-dim tensors).
+  std::vector<Value*> registerOutputs() {
     std::vector<Value*> outputs;
-    for (Node* node : region_) {
-      if (!moved_.count(node)) continue;
-      for (Value* value : node->outputs()) {
-        const bool read_outside = std::any_of(value->uses().begin(), value->uses().end(),
-                                              [&](const torch::jit::Use& use) { return !moved_.count(use.user); });
-        if (!read_outside) continue;
-        if (!isTensor(value) && !isScalar(value)) {
-          throw RewriteError(fmt::format(
-              "plan segment {} makes %{} of type {} (node {}, {}), which is read after the segment but cannot be "
-              "returned from a checkpoint; make the plan again so the segment ends after its last use",
-              index_, value->debugName(), value->type()->repr_str(), nodeId(node), describe(node)));
-        }
-        Value* inner = env_.at(value);
-        subgraph_->registerOutput(isTensor(value) ? inner : subgraph_->insert(prim::NumToTensor, {inner}));
-        outputs.push_back(value);
-      }
+    for (int id : boundary_.outputs) {
+      Value* value = context_.value_of_id[id];
+      Value* inner = env_.at(value);
+      subgraph_->registerOutput(isTensor(value) ? inner : subgraph_->insert(prim::NumToTensor, {inner}));
+      outputs.push_back(value);
     }
     if (outputs.empty()) {
       throw RewriteError(fmt::format("plan segment {} computes nothing that is used later; "
                                      "make the plan again from a profile of this model", index_));
     }
     return outputs;
+  }
+
+  // Indices (into the checkpoint's inputs) of the inputs the segment writes in place.
+  std::vector<int64_t> replayedInputIndices() const {
+    std::vector<int64_t> indices;
+    for (int id : boundary_.replayed_inputs) {
+      const auto it = std::find(outer_input_ids_.begin(), outer_input_ids_.end(), id);
+      if (it != outer_input_ids_.end()) indices.push_back(static_cast<int64_t>(it - outer_input_ids_.begin()));
+    }
+    std::sort(indices.begin(), indices.end());
+    return indices;
   }
 
   // The subgraph carries no shapes: a Segment must work for any input shape the outer graph accepts.
@@ -271,19 +233,18 @@ class SegmentCutter {
     for (Node* node : subgraph_->nodes()) {
       for (Value* output : node->outputs()) erase_shape(output);
     }
-    std::sort(written_inputs_.begin(), written_inputs_.end());
-    written_inputs_.erase(std::unique(written_inputs_.begin(), written_inputs_.end()), written_inputs_.end());
-    return c10::make_intrusive<Segment>(subgraph_->toString(/*print_source_locations=*/false), written_inputs_);
+    return c10::make_intrusive<Segment>(subgraph_->toString(/*print_source_locations=*/false), replayedInputIndices());
   }
 
   void installCall(const c10::intrusive_ptr<Segment>& segment, const std::vector<Value*>& outputs) {
+    torch::jit::Module& module = context_.module;
     std::string attribute = fmt::format("_acprof_segment_{}", index_);
-    for (int suffix = 1; module_.hasattr(attribute); ++suffix) {
+    for (int suffix = 1; module.hasattr(attribute); ++suffix) {
       attribute = fmt::format("_acprof_segment_{}_{}", index_, suffix);
     }
-    module_.register_attribute(attribute, c10::getCustomClassType<c10::intrusive_ptr<Segment>>(),
-                               c10::IValue(segment));
-    Value* segment_value = graph_.insertGetAttr(self_, attribute);
+    module.register_attribute(attribute, c10::getCustomClassType<c10::intrusive_ptr<Segment>>(),
+                              c10::IValue(segment));
+    Value* segment_value = graph_.insertGetAttr(graph_.inputs().at(0), attribute);
     Node* input_list = graph_.insertNode(graph_.createList(c10::TensorType::get(), outer_inputs_));
     Node* call = graph_.insertNode(graph_.create(c10::Symbol::fromQualString(kCheckpointOpName),
                                                  {segment_value, input_list->output()}, 1));
@@ -300,18 +261,29 @@ class SegmentCutter {
     }
   }
 
-  torch::jit::Module& module_;
+  // Duplicable nodes of the region that read what the segment made now read
+  // the call's outputs, which are defined after them: they go after the call.
+  void moveAfterCallWhereNeeded(const std::vector<Node*>& kept) {
+    for (Node* node : kept) {
+      const bool reads_later_value = std::any_of(node->inputs().begin(), node->inputs().end(),
+                                                 [&](const Value* input) { return !input->node()->isBefore(node); });
+      if (reads_later_value) node->moveBefore(insert_before_);
+    }
+  }
+
+  CutContext& context_;
   Graph& graph_;
-  Value* self_;
-  std::vector<Node*> region_;
+  const CutRules& rules_;
+  const SegmentCut& plan_cut_;
   size_t index_;
-  int first_id_;  // profile node id of region_[0]
   Node* insert_before_;
+  std::vector<Node*> region_;
+  SegmentBoundary boundary_;
   std::shared_ptr<Graph> subgraph_;
   std::unordered_set<const Node*> moved_;
   std::unordered_map<Value*, Value*> env_;  // outer value -> its subgraph value
   std::vector<Value*> outer_inputs_;        // the Tensor[] passed to the checkpoint, in order
-  std::vector<int64_t> written_inputs_;
+  std::vector<int> outer_input_ids_;        // their value ids in the facts (-1: made by an earlier call)
 };
 
 void checkSegmentRanges(const std::vector<SegmentCut>& segments, size_t node_count) {
@@ -333,33 +305,6 @@ void checkSegmentRanges(const std::vector<SegmentCut>& segments, size_t node_cou
   }
 }
 
-// The plan names the values at each segment's boundary as the profile saw
-// them; a model whose graph has other names is not the model that was planned.
-void checkValueNames(const std::vector<SegmentCut>& segments, const std::vector<Node*>& nodes) {
-  for (size_t i = 0; i < segments.size(); ++i) {
-    const SegmentCut& cut = segments[i];
-    std::unordered_set<std::string> read, made;
-    for (int id = cut.first_node; id <= cut.last_node; ++id) {
-      for (const Value* input : nodes[id]->inputs()) read.insert(input->debugName());
-      for (const Value* output : nodes[id]->outputs()) made.insert(output->debugName());
-    }
-    for (const std::string& name : cut.input_values) {
-      if (!read.count(name)) {
-        throw RewriteError(fmt::format("plan segment {} lists input %{}, which nodes {}..{} of the model do not read; "
-                                       "the plan was made for another model: profile and plan this model again",
-                                       i, name, cut.first_node, cut.last_node));
-      }
-    }
-    for (const std::string& name : cut.output_values) {
-      if (!made.count(name)) {
-        throw RewriteError(fmt::format("plan segment {} lists output %{}, which nodes {}..{} of the model do not make; "
-                                       "the plan was made for another model: profile and plan this model again",
-                                       i, name, cut.first_node, cut.last_node));
-      }
-    }
-  }
-}
-
 // Swaps the module's forward for `graph`, so that Module::save writes it.
 void installForward(torch::jit::Module& module, const std::shared_ptr<Graph>& graph) {
   const c10::ClassTypePtr type = module.type();
@@ -374,16 +319,12 @@ void installForward(torch::jit::Module& module, const std::shared_ptr<Graph>& gr
 
 void checkpointSegments(torch::jit::Module& module, const std::vector<SegmentCut>& segments) {
   std::shared_ptr<Graph> graph = inlinedForwardGraph(module);
-  const std::vector<Node*> nodes = topLevelNodes(*graph);
-  checkSegmentRanges(segments, nodes.size());
-  checkValueNames(segments, nodes);
-  for (size_t i = 0; i < segments.size(); ++i) {
-    const SegmentCut& cut = segments[i];
-    SegmentCutter cutter(module, *graph,
-                         std::vector<Node*>(nodes.begin() + cut.first_node, nodes.begin() + cut.last_node + 1), i,
-                         cut.first_node);
-    cutter.cut();
-  }
+  CutContext context{module, *graph, topLevelNodes(*graph), describeCutFacts(module, graph), {}};
+  context.value_of_id.resize(context.facts.values.size());
+  for (const auto& [value, id] : context.facts.value_ids) context.value_of_id[id] = const_cast<Value*>(value);
+  const CutRules rules(context.facts.nodes, context.facts.values, context.facts.graph_outputs);
+  checkSegmentRanges(segments, context.nodes.size());
+  for (size_t i = 0; i < segments.size(); ++i) SegmentCutter(context, rules, segments[i], i).cut();
   torch::jit::EliminateDeadCode(graph);
   graph->lint();
   installForward(module, graph);

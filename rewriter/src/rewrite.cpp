@@ -45,6 +45,7 @@ torch::jit::ExtraFilesMap storedSpecFiles(const std::string& model_path) {
   }
   if (!stored.target.empty()) files["acprof_target"] = stored.target;
   if (!stored.loss.empty()) files["acprof_loss"] = stored.loss;
+  if (!stored.autocast.empty()) files["acprof_autocast"] = stored.autocast;
   return files;
 }
 
@@ -94,6 +95,7 @@ StepConfig stepConfigOfProfile(const ProfileMeta& meta) {
   config.loss = meta.loss;
   config.optimizer = meta.optimizer;
   config.device = meta.device;
+  config.autocast = meta.autocast;
   return config;
 }
 
@@ -160,6 +162,7 @@ Profile profileRewrittenModel(const ProfileMeta& original, const std::string& re
   options.loss = original.loss;
   options.optimizer = original.optimizer;
   options.device = original.device;
+  options.autocast = original.autocast.empty() ? "off" : original.autocast;
   options.warmup_iters = original.warmup_iters;
   options.measured_iters = original.measured_iters;
   options.executor_optimize = original.executor_optimize;

@@ -7,6 +7,10 @@
 
 #include <cstdint>
 
+#include <ATen/autocast_mode.h>
+#include <c10/core/DeviceType.h>
+#include <c10/core/ScalarType.h>
+
 namespace acprof::compat {
 
 #if TORCH_VERSION_MAJOR >= 2
@@ -16,6 +20,39 @@ using AllocatorTotal = size_t;
 #else
 inline constexpr bool kTorch2 = false;
 using AllocatorTotal = int64_t;
+#endif
+
+// Autocast state per device type: 2.x takes the device type as an argument,
+// 1.13 has one function per device type (CUDA's is unqualified).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+inline bool autocastEnabled(c10::DeviceType device) { return at::autocast::is_autocast_enabled(device); }
+inline void setAutocastEnabled(c10::DeviceType device, bool enabled) {
+  at::autocast::set_autocast_enabled(device, enabled);
+}
+inline c10::ScalarType autocastDtype(c10::DeviceType device) { return at::autocast::get_autocast_dtype(device); }
+inline void setAutocastDtype(c10::DeviceType device, c10::ScalarType dtype) {
+  at::autocast::set_autocast_dtype(device, dtype);
+}
+#else
+inline bool autocastEnabled(c10::DeviceType device) {
+  return device == c10::DeviceType::CPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
+}
+inline void setAutocastEnabled(c10::DeviceType device, bool enabled) {
+  if (device == c10::DeviceType::CPU)
+    at::autocast::set_cpu_enabled(enabled);
+  else
+    at::autocast::set_enabled(enabled);
+}
+inline c10::ScalarType autocastDtype(c10::DeviceType device) {
+  return device == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype()
+                                        : at::autocast::get_autocast_gpu_dtype();
+}
+inline void setAutocastDtype(c10::DeviceType device, c10::ScalarType dtype) {
+  if (device == c10::DeviceType::CPU)
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  else
+    at::autocast::set_autocast_gpu_dtype(dtype);
+}
 #endif
 
 }  // namespace acprof::compat

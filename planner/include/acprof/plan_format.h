@@ -15,13 +15,16 @@
 
 namespace acprof {
 
-inline constexpr int kPlanSchemaVersion = 1;
+inline constexpr int kPlanSchemaVersion = 2;
 
 struct SegmentCut {
   int first_node = 0;  // inclusive, forward node ids of the profile
   int last_node = 0;   // inclusive
-  std::vector<std::string> input_values;   // tensor values read inside, defined outside
-  std::vector<std::string> output_values;  // values defined inside, read after last_node
+  // The boundary as acprof/cut_rules.h draws it; the rewriter cuts only this one.
+  std::vector<std::string> input_values;     // checkpoint inputs: read inside, made outside
+  std::vector<std::string> output_values;    // made inside, read after last_node
+  std::vector<std::string> replayed_inputs;  // inputs written in place inside, snapshotted by the checkpoint
+  int64_t kept_state_bytes = 0;              // snapshots + generator state the checkpoint keeps until its backward
   std::vector<int> dropped_tensors;        // profile tensor ids not kept for backward
   int64_t dropped_bytes = 0;               // sum of the dropped tensors' bytes
   double recompute_time_us = 0;            // forward time of the segment's nodes

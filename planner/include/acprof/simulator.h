@@ -62,9 +62,8 @@ class Simulator {
   // recompute blocks are not events of the profile and are not in it.
   std::vector<int64_t> liveBytesPerEvent(const RecomputeDecision& decision) const;
 
-  // Why a range cannot be a checkpoint segment ("" if it can): uncuttable
-  // nodes, nothing that runs, or an in-place write to a value made outside it
-  // that is not a module buffer.
+  // Why a range cannot be a checkpoint segment ("" if it can), by the one
+  // legality model of acprof/cut_rules.h, naming the rule.
   std::string segmentProblem(const NodeRange& range) const;
 
   // The plan's description of a segment: its boundary values, the tensors it

@@ -18,6 +18,8 @@ using nlohmann::json;
 constexpr const char* kCategoryNames[kCategoryCount] = {
     "weight", "gradient", "optimizer_state", "input", "activation", "temporary", "output"};
 constexpr const char* kPhaseNames[5] = {"setup", "forward", "loss", "backward", "optimizer"};
+constexpr const char* kCutRoleNames[3] = {"compute", "duplicable", "barrier"};
+constexpr const char* kValueEntryNames[4] = {"input", "clone", "constant", "blocked"};
 
 json categoryBytesToJson(const CategoryBytes& bytes) {
   json out = json::object();
@@ -57,11 +59,13 @@ json metaToJson(const ProfileMeta& m) {
               {"input_specs", m.input_specs},
               {"target_spec", m.target_spec},
               {"loss", m.loss},
+              {"autocast", m.autocast},
               {"optimizer", m.optimizer},
               {"warmup_iters", m.warmup_iters},
               {"measured_iters", m.measured_iters},
               {"allocator_bytes_at_start", m.allocator_bytes_at_start},
-              {"other_executor_mode_peak_bytes", m.other_executor_mode_peak_bytes}};
+              {"other_executor_mode_peak_bytes", m.other_executor_mode_peak_bytes},
+              {"checkpoint_rng_state_bytes", m.checkpoint_rng_state_bytes}};
 }
 
 ProfileMeta metaFromJson(const json& j, const std::string& where) {
@@ -76,11 +80,13 @@ ProfileMeta metaFromJson(const json& j, const std::string& where) {
   m.input_specs = field<std::vector<std::string>>(j, "input_specs", where);
   m.target_spec = field<std::string>(j, "target_spec", where);
   m.loss = field<std::string>(j, "loss", where);
+  m.autocast = field<std::string>(j, "autocast", where);
   m.optimizer = field<std::string>(j, "optimizer", where);
   m.warmup_iters = field<int>(j, "warmup_iters", where);
   m.measured_iters = field<int>(j, "measured_iters", where);
   m.allocator_bytes_at_start = field<int64_t>(j, "allocator_bytes_at_start", where);
   m.other_executor_mode_peak_bytes = field<int64_t>(j, "other_executor_mode_peak_bytes", where);
+  m.checkpoint_rng_state_bytes = field<int64_t>(j, "checkpoint_rng_state_bytes", where);
   return m;
 }
 
@@ -90,8 +96,10 @@ json nodeToJson(const ForwardNode& n) {
               {"scope", n.scope},
               {"inputs", n.inputs},
               {"outputs", n.outputs},
-              {"mutated_inputs", n.mutated_inputs},
-              {"cuttable", n.cuttable},
+              {"role", cutRoleName(n.role)},
+              {"barrier_reason", n.barrier_reason},
+              {"reads", n.reads},
+              {"writes", n.writes},
               {"forward_step", n.forward_step},
               {"forward_time_us", n.forward_time_us},
               {"backward_steps", n.backward_steps},
@@ -105,13 +113,41 @@ ForwardNode nodeFromJson(const json& j, const std::string& where) {
   n.scope = field<std::string>(j, "scope", where);
   n.inputs = field<std::vector<std::string>>(j, "inputs", where);
   n.outputs = field<std::vector<std::string>>(j, "outputs", where);
-  n.mutated_inputs = field<std::vector<std::string>>(j, "mutated_inputs", where);
-  n.cuttable = field<bool>(j, "cuttable", where);
+  n.role = cutRoleFromName(field<std::string>(j, "role", where));
+  n.barrier_reason = field<std::string>(j, "barrier_reason", where);
+  n.reads = field<std::vector<int>>(j, "reads", where);
+  n.writes = field<std::vector<int>>(j, "writes", where);
   n.forward_step = field<int>(j, "forward_step", where);
   n.forward_time_us = field<double>(j, "forward_time_us", where);
   n.backward_steps = field<std::vector<int>>(j, "backward_steps", where);
   n.backward_time_us = field<double>(j, "backward_time_us", where);
   return n;
+}
+
+json valueToJson(const GraphValue& v) {
+  return json{{"id", v.id},
+              {"name", v.name},
+              {"producer_node", v.producer_node},
+              {"type", v.type},
+              {"entry", valueEntryName(v.entry)},
+              {"can_leave", v.can_leave},
+              {"is_tensor", v.is_tensor},
+              {"requires_grad", v.requires_grad},
+              {"bytes", v.bytes}};
+}
+
+GraphValue valueFromJson(const json& j, const std::string& where) {
+  GraphValue v;
+  v.id = field<int>(j, "id", where);
+  v.name = field<std::string>(j, "name", where);
+  v.producer_node = field<int>(j, "producer_node", where);
+  v.type = field<std::string>(j, "type", where);
+  v.entry = valueEntryFromName(field<std::string>(j, "entry", where));
+  v.can_leave = field<bool>(j, "can_leave", where);
+  v.is_tensor = field<bool>(j, "is_tensor", where);
+  v.requires_grad = field<bool>(j, "requires_grad", where);
+  v.bytes = field<int64_t>(j, "bytes", where);
+  return v;
 }
 
 json tensorToJson(const TensorRecord& t) {
@@ -208,6 +244,7 @@ PeakSummary summaryFromJson(const json& j, const std::string& where) {
 void validate(const Profile& p, const std::string& where) {
   const int node_count = static_cast<int>(p.nodes.size());
   const int step_count = static_cast<int>(p.steps.size());
+  const int value_count = static_cast<int>(p.values.size());
   auto bad = [&](const std::string& what) {
     throw FormatError(fmt::format("{}: {}; the profile is damaged, re-run 'acprof profile'", where, what));
   };
@@ -217,7 +254,18 @@ void validate(const Profile& p, const std::string& where) {
     if (n.forward_step < -1 || n.forward_step >= step_count) bad(fmt::format("node {} has step {}", i, n.forward_step));
     for (int s : n.backward_steps)
       if (s < 0 || s >= step_count) bad(fmt::format("node {} has backward step {}", i, s));
+    for (const std::vector<int>* ids : {&n.reads, &n.writes})
+      for (int v : *ids)
+        if (v < 0 || v >= value_count) bad(fmt::format("node {} names value {}", i, v));
   }
+  for (int i = 0; i < value_count; ++i) {
+    const GraphValue& v = p.values[i];
+    if (v.id != i) bad(fmt::format("value {} has id {}", i, v.id));
+    if (v.producer_node < -1 || v.producer_node >= node_count)
+      bad(fmt::format("value {} names producer node {}", i, v.producer_node));
+  }
+  for (int v : p.graph_outputs)
+    if (v < 0 || v >= value_count) bad(fmt::format("the graph outputs name value {}", v));
   for (int i = 0; i < step_count; ++i) {
     const Step& s = p.steps[i];
     if (s.index != i) bad(fmt::format("step {} has index {}", i, s.index));
@@ -249,6 +297,21 @@ Category categoryFromName(const std::string& name) {
   throw FormatError(fmt::format("unknown tensor category '{}'", name));
 }
 
+const char* cutRoleName(CutRole role) { return kCutRoleNames[static_cast<int>(role)]; }
+const char* valueEntryName(ValueEntry entry) { return kValueEntryNames[static_cast<int>(entry)]; }
+
+CutRole cutRoleFromName(const std::string& name) {
+  for (int i = 0; i < 3; ++i)
+    if (name == kCutRoleNames[i]) return static_cast<CutRole>(i);
+  throw FormatError(fmt::format("unknown node role '{}'", name));
+}
+
+ValueEntry valueEntryFromName(const std::string& name) {
+  for (int i = 0; i < 4; ++i)
+    if (name == kValueEntryNames[i]) return static_cast<ValueEntry>(i);
+  throw FormatError(fmt::format("unknown value entry '{}'", name));
+}
+
 Phase phaseFromName(const std::string& name) {
   for (int i = 0; i < 5; ++i)
     if (name == kPhaseNames[i]) return static_cast<Phase>(i);
@@ -258,6 +321,12 @@ Phase phaseFromName(const std::string& name) {
 const ForwardNode* Profile::findNode(int id) const {
   if (id < 0 || id >= static_cast<int>(nodes.size())) return nullptr;
   return &nodes[id];
+}
+
+const GraphValue* Profile::findValue(const std::string& name) const {
+  for (const GraphValue& v : values)
+    if (v.name == name) return &v;
+  return nullptr;
 }
 
 std::vector<int64_t> liveBytesPerEvent(const Profile& profile) {
@@ -332,6 +401,8 @@ void timelineFromTensors(Profile& profile) {
 std::string profileToJson(const Profile& p) {
   json nodes = json::array();
   for (const ForwardNode& n : p.nodes) nodes.push_back(nodeToJson(n));
+  json values = json::array();
+  for (const GraphValue& v : p.values) values.push_back(valueToJson(v));
   json tensors = json::array();
   for (const TensorRecord& t : p.tensors) tensors.push_back(tensorToJson(t));
   json steps = json::array();
@@ -342,6 +413,8 @@ std::string profileToJson(const Profile& p) {
             {"event_count", p.event_count},
             {"summary", summaryToJson(p.summary)},
             {"nodes", std::move(nodes)},
+            {"values", std::move(values)},
+            {"graph_outputs", p.graph_outputs},
             {"steps", std::move(steps)},
             {"tensors", std::move(tensors)}};
   return root.dump(1) + "\n";
@@ -368,6 +441,8 @@ Profile profileFromJson(const std::string& json_text, const std::string& where) 
   p.event_count = field<int>(root, "event_count", where);
   p.summary = summaryFromJson(field<json>(root, "summary", where), where);
   for (const json& n : field<json>(root, "nodes", where)) p.nodes.push_back(nodeFromJson(n, where));
+  for (const json& v : field<json>(root, "values", where)) p.values.push_back(valueFromJson(v, where));
+  p.graph_outputs = field<std::vector<int>>(root, "graph_outputs", where);
   for (const json& s : field<json>(root, "steps", where)) p.steps.push_back(stepFromJson(s, where));
   for (const json& t : field<json>(root, "tensors", where)) p.tensors.push_back(tensorFromJson(t, where));
   validate(p, where);

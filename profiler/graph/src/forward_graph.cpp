@@ -1,12 +1,17 @@
 #include "acprof/forward_graph.h"
 
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/loop_unrolling.h>
 
 namespace acprof {
 
 std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module& module) {
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph()->copy();
   torch::jit::Inline(*graph);
+  // LibTorch's own pass: it unrolls only loops whose trip count is a constant,
+  // whatever their body's size; the unrolled graph computes the same values.
+  if (torch::jit::UnrollConstantLoops(graph)) torch::jit::EliminateDeadCode(graph);
   return graph;
 }
 
@@ -30,25 +35,6 @@ std::string moduleScope(const torch::jit::Node* node) {
     callstack = frame->callee();
   }
   return scope;
-}
-
-bool isCuttable(const torch::jit::Node* node) {
-  if (!node->blocks().empty()) return false;  // control flow stays outside segments
-  const auto kind = node->kind();
-  if (kind == torch::jit::prim::Param || kind == torch::jit::prim::Return) return false;
-  return !node->hasSideEffects();
-}
-
-std::vector<std::string> mutatedInputNames(const torch::jit::Node* node) {
-  std::vector<std::string> names;
-  const c10::FunctionSchema* schema = node->maybeSchema();
-  if (!schema) return names;
-  const auto& arguments = schema->arguments();
-  for (size_t i = 0; i < arguments.size() && i < node->inputs().size(); ++i) {
-    const auto* alias = arguments[i].alias_info();
-    if (alias && alias->isWrite()) names.push_back(node->input(i)->debugName());
-  }
-  return names;
 }
 
 }  // namespace acprof

@@ -4,6 +4,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -12,6 +14,7 @@
 #include <torch/version.h>
 #include <fmt/format.h>
 
+#include "acprof/cut_facts.h"
 #include "acprof/forward_graph.h"
 #include "acprof/training_step.h"
 #include "instrumented_graph.h"
@@ -29,6 +32,7 @@ struct PreparedRun {
   std::vector<at::Tensor> inputs;
   at::Tensor target;
   std::string loss_kind;  // as requested, possibly "auto"
+  std::string autocast;   // "" or the dtype forward runs under
 };
 
 std::string forwardSignature(const torch::jit::Graph& graph) {
@@ -65,6 +69,9 @@ PreparedRun prepare(const RecordOptions& options, const torch::jit::Graph& graph
     throw RecordError(fmt::format("unknown loss '{}'; use sum, mean or cross_entropy", run.loss_kind));
   if (run.loss_kind == "cross_entropy" && !run.target_spec)
     throw RecordError("--loss cross_entropy needs a target; pass --target, e.g. --target int64[32]:0..1000");
+  run.autocast = !options.autocast.empty() ? options.autocast : stored.autocast;
+  if (run.autocast == "off") run.autocast = "";
+  checkAutocastDtype(run.autocast);
   return run;
 }
 
@@ -122,18 +129,6 @@ std::set<const void*> storagePtrs(const std::vector<at::Tensor>& tensors) {
   return ptrs;
 }
 
-std::vector<at::Tensor> tensorsIn(const c10::IValue& value) {
-  std::vector<at::Tensor> out;
-  if (value.isTensor()) out.push_back(value.toTensor());
-  else if (value.isTuple())
-    for (const auto& e : value.toTupleRef().elements())
-      for (const at::Tensor& t : tensorsIn(e)) out.push_back(t);
-  else if (value.isList())
-    for (const c10::IValue& e : value.toListRef())
-      for (const at::Tensor& t : tensorsIn(e)) out.push_back(t);
-  return out;
-}
-
 // What one training iteration leaves behind besides its event record.
 struct IterationOutcome {
   IterationRecord record;
@@ -145,8 +140,13 @@ struct IterationOutcome {
 class IterationRunner {
  public:
   IterationRunner(torch::jit::Module& module, PreparedRun& run, Optimizer& optimizer, RecordingSession& session,
-                  uint64_t seed)
-      : module_(module), run_(run), optimizer_(optimizer), session_(session), seed_(seed) {}
+                  uint64_t seed, c10::DeviceType device_type)
+      : module_(module),
+        run_(run),
+        optimizer_(optimizer),
+        session_(session),
+        seed_(seed),
+        module_device_type_(device_type) {}
 
   // `forward` runs the model's forward on run.inputs: instrumented for the
   // profile, plain for the other-executor-mode comparison.
@@ -156,6 +156,9 @@ class IterationRunner {
     IterationOutcome outcome;
     session_.beginIteration();
     c10::IValue output;
+    // Forward and the loss run under autocast, as `with torch.autocast(...)` around them would.
+    std::optional<AutocastScope> autocast;
+    if (!run_.autocast.empty()) autocast.emplace(run_.autocast, module_device_type_);
     try {
       output = forward();
     } catch (const RecordError&) {
@@ -171,6 +174,7 @@ class IterationRunner {
     session_.beginStep(Phase::Loss, -1, "loss");
     outcome.resolved_loss = resolveLossKind(output, run_.loss_kind);
     const at::Tensor loss = computeLoss(output, outcome.resolved_loss, run_.target);
+    autocast.reset();
     if (!loss.requires_grad()) {
       session_.endIteration();
       throw RecordError("the loss does not require grad: the model has no trainable parameters on this path");
@@ -197,7 +201,18 @@ class IterationRunner {
   Optimizer& optimizer_;
   RecordingSession& session_;
   uint64_t seed_;
+  c10::DeviceType module_device_type_;
 };
+
+// What the checkpoint operator keeps per call on the profiled device: the
+// default generators' states (rewriter/ops/rng_state.h). CUDA generator states
+// are host tensors, so on CUDA nothing of them is on the device.
+int64_t checkpointRngStateBytes(c10::DeviceType device_type) {
+  if (device_type != c10::DeviceType::CPU) return 0;
+  at::Generator generator = at::globalContext().defaultGenerator(c10::DeviceType::CPU);
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return static_cast<int64_t>(generator.get_state().nbytes());
+}
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -273,6 +288,22 @@ class TensorBook {
     auto it = value_tensor_.find(value);
     return it == value_tensor_.end() ? -1 : it->second;
   }
+  // The storages of a value: its own, or each element's for a list of tensors.
+  std::vector<int> tensorsOfValue(const std::string& value) const {
+    if (const int t = tensorOfValue(value); t >= 0) return {t};
+    std::vector<int> elements;
+    for (int i = 0;; ++i) {
+      const int t = tensorOfValue(fmt::format("{}[{}]", value, i));
+      if (t < 0) break;
+      elements.push_back(t);
+    }
+    return elements;
+  }
+  // What was observed of a node output's value (the first time), or null.
+  const ObservedValue* observedValue(const std::string& value) const {
+    auto it = observed_value_.find(value);
+    return it == observed_value_.end() ? nullptr : &it->second;
+  }
   void bindValue(const std::string& value, const void* ptr) {
     auto it = live_.find(ptr);
     if (it != live_.end()) value_tensor_.emplace(value, it->second);
@@ -296,6 +327,7 @@ class TensorBook {
     TensorRecord& t = profile_.tensors[it->second];
     const torch::jit::Value* value = nodes[seen.node]->output(seen.output_index);
     std::string name = value->debugName();
+    if (seen.list_index < 0) observed_value_.emplace(name, seen);
     if (seen.list_index >= 0) name += fmt::format("[{}]", seen.list_index);
     value_tensor_.emplace(name, t.id);
     if (seen.list_index < 0) value_tensor_.emplace(value->debugName(), t.id);
@@ -310,39 +342,27 @@ class TensorBook {
   std::unordered_map<const void*, int> live_;
   std::unordered_map<int, const void*> ptr_at_end_;
   std::unordered_map<std::string, int> value_tensor_;
+  std::unordered_map<std::string, ObservedValue> observed_value_;
 };
 
-// Values a top-level node reads, including those its sub-blocks read from outside.
-void collectOuterReads(const torch::jit::Node* node, const torch::jit::Node* top,
-                       std::vector<const torch::jit::Value*>& out) {
-  for (const torch::jit::Value* input : node->inputs()) {
-    const torch::jit::Node* def = input->node();
-    bool inside = false;
-    for (const torch::jit::Block* b = def->owningBlock(); b && b->owningNode(); b = b->owningNode()->owningBlock())
-      if (b->owningNode() == top) inside = true;
-    if (!inside || node == top) out.push_back(input);
+// The graph's cut facts (profile.nodes and profile.values already hold them)
+// completed with what the run observed: how many bytes a copy of each value takes.
+void fillObservedValueFacts(Profile& profile, const TensorBook& book, const PreparedRun& run) {
+  for (GraphValue& value : profile.values) {
+    if (value.producer_node < 0) {
+      const int input_index = value.id - 1;  // value 0 is the module itself
+      if (input_index >= 0 && input_index < static_cast<int>(run.inputs.size())) {
+        value.bytes = static_cast<int64_t>(run.inputs[input_index].numel()) * run.inputs[input_index].element_size();
+      }
+      continue;
+    }
+    if (const ObservedValue* seen = book.observedValue(value.name)) {
+      value.bytes = seen->bytes;
+    }
   }
-  for (const torch::jit::Block* block : node->blocks())
-    for (const torch::jit::Node* inner : block->nodes()) collectOuterReads(inner, top, out);
-  for (const torch::jit::Block* block : node->blocks())
-    for (const torch::jit::Value* ret : block->outputs())
-      if (ret->node()->owningBlock() == node->owningBlock()) out.push_back(ret);
 }
 
-void fillNodes(Profile& profile, const std::vector<torch::jit::Node*>& nodes, const IterationRecord& record,
-               const std::vector<double>& step_time_us) {
-  profile.nodes.resize(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    ForwardNode& n = profile.nodes[i];
-    const torch::jit::Node* node = nodes[i];
-    n.id = static_cast<int>(i);
-    n.kind = node->kind().toQualString();
-    n.scope = moduleScope(node);
-    for (const torch::jit::Value* v : node->inputs()) n.inputs.push_back(v->debugName());
-    for (const torch::jit::Value* v : node->outputs()) n.outputs.push_back(v->debugName());
-    n.mutated_inputs = mutatedInputNames(node);
-    n.cuttable = isCuttable(node);
-  }
+void fillNodes(Profile& profile, const IterationRecord& record, const std::vector<double>& step_time_us) {
   // Forward steps carry the next autograd sequence number at their marker; every
   // autograd node created while the step ran has a number in [that, next marker's).
   std::vector<std::pair<int64_t, int>> sequence_starts;  // (sequence at marker, node)
@@ -385,6 +405,7 @@ Profile recordProfile(const RecordOptions& options) {
   torch::jit::Module module = loadModel(options.model_path, options.device);
   const std::shared_ptr<torch::jit::Graph> graph = inlinedForwardGraph(module);
   const std::vector<torch::jit::Node*> nodes = topLevelNodes(*graph);
+  GraphCutFacts facts = describeCutFacts(module, graph);
   PreparedRun run = prepare(options, *graph);
   run.inputs = makeInputs(run.input_specs, options.device, options.seed);
   if (run.target_spec) run.target = makeTensor(*run.target_spec, options.device);
@@ -414,7 +435,7 @@ Profile recordProfile(const RecordOptions& options) {
   {
     RecordingSession session(device_type);
     ExecutorModeGuard executor_mode(options.executor_optimize);
-    IterationRunner runner(module, run, optimizer, session, options.seed);
+    IterationRunner runner(module, run, optimizer, session, options.seed, device_type);
     auto instrumented = [&] { return forward.run(module, run.inputs); };
     const int total = options.warmup_iters + options.measured_iters;
     for (int i = 0; i < total; ++i) {
@@ -451,6 +472,8 @@ Profile recordProfile(const RecordOptions& options) {
   }
   const IterationRecord& record = measured.front().record;
   profile.meta.loss = measured.front().resolved_loss;
+  profile.meta.autocast = run.autocast;
+  profile.meta.checkpoint_rng_state_bytes = checkpointRngStateBytes(device_type);
   profile.meta.other_executor_mode_peak_bytes = other_mode_peak_bytes;
   profile.meta.time_source = record.time_source;
 
@@ -477,7 +500,10 @@ Profile recordProfile(const RecordOptions& options) {
     step.time_us = step_time_us[s];
     profile.steps.push_back(std::move(step));
   }
-  fillNodes(profile, nodes, record, step_time_us);
+  profile.nodes = std::move(facts.nodes);
+  profile.values = std::move(facts.values);
+  profile.graph_outputs = std::move(facts.graph_outputs);
+  fillNodes(profile, record, step_time_us);
   for (Step& step : profile.steps)
     if (step.phase == Phase::Backward && step.node >= 0) step.scope = profile.nodes[step.node].scope;
 
@@ -501,6 +527,7 @@ Profile recordProfile(const RecordOptions& options) {
   // Tensors: statics first, then every allocation of the measured iteration.
   TensorBook book(profile, statics);
   book.replay(record, *graph, nodes);
+  fillObservedValueFacts(profile, book, run);
   for (size_t i = 1; i < graph->inputs().size(); ++i) {
     const at::Tensor& input = run.inputs[i - 1];
     if (input.has_storage()) book.bindValue(graph->inputs()[i]->debugName(), input.storage().data());
@@ -552,16 +579,15 @@ Profile recordProfile(const RecordOptions& options) {
     }
   }
 
-  // Readers of each storage, and the derived first/last uses.
-  for (size_t id = 0; id < nodes.size(); ++id) {
-    std::vector<const torch::jit::Value*> reads;
-    collectOuterReads(nodes[id], nodes[id], reads);
+  // Readers of each storage: the nodes whose reads (list and tuple elements
+  // included) name a value on it. Duplicable nodes only pass values on to
+  // their readers, which are the real users.
+  for (const ForwardNode& node : profile.nodes) {
+    if (node.role == CutRole::Duplicable) continue;
     std::set<int> tensors_read;
-    for (const torch::jit::Value* v : reads) {
-      const int t = book.tensorOfValue(v->debugName());
-      if (t >= 0) tensors_read.insert(t);
-    }
-    for (int t : tensors_read) profile.tensors[t].users.push_back(static_cast<int>(id));
+    for (int v : node.reads)
+      for (int t : book.tensorsOfValue(profile.values[v].name)) tensors_read.insert(t);
+    for (int t : tensors_read) profile.tensors[t].users.push_back(node.id);
   }
   for (TensorRecord& t : profile.tensors) {
     for (int user : t.users)

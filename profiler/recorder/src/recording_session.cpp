@@ -159,6 +159,8 @@ void RecordingSession::onObservedValue(int node, int output_index, int list_inde
   observed.storage_ptr = value.storage().data();
   observed.shape = value.sizes().vec();
   observed.dtype = dtypeName(value);
+  observed.requires_grad = value.requires_grad();
+  observed.bytes = static_cast<int64_t>(value.numel()) * static_cast<int64_t>(value.element_size());
   observed.event_index = static_cast<int>(current_.events.size());
   current_.observed.push_back(std::move(observed));
 }

@@ -51,6 +51,8 @@ struct ObservedValue {
   const void* storage_ptr = nullptr;
   std::vector<int64_t> shape;
   std::string dtype;
+  bool requires_grad = false;
+  int64_t bytes = 0;             // numel * element size
   int event_index = 0;           // number of events recorded before it
 };
 

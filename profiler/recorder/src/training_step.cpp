@@ -1,14 +1,17 @@
 #include "acprof/training_step.h"
 
 #include <filesystem>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/passes/autocast.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <fmt/format.h>
 
 #include "acprof/recorder.h"
+#include "acprof/torch_compat.h"
 
 namespace acprof {
 namespace {
@@ -24,20 +27,46 @@ at::ScalarType scalarTypeOf(const std::string& dtype) {
 }
 
 
-// Every tensor in an output IValue (tensor, tuple, list, dict values), in order.
-void collectTensors(const c10::IValue& value, std::vector<at::Tensor>& out) {
+}  // namespace
+
+std::vector<at::Tensor> tensorsIn(const c10::IValue& value) {
+  std::vector<at::Tensor> out;
   if (value.isTensor()) {
     out.push_back(value.toTensor());
   } else if (value.isTuple()) {
-    for (const auto& element : value.toTupleRef().elements()) collectTensors(element, out);
+    for (const auto& element : value.toTupleRef().elements())
+      for (at::Tensor& t : tensorsIn(element)) out.push_back(std::move(t));
   } else if (value.isList()) {
-    for (const c10::IValue& element : value.toListRef()) collectTensors(element, out);
+    for (const c10::IValue& element : value.toListRef())
+      for (at::Tensor& t : tensorsIn(element)) out.push_back(std::move(t));
   } else if (value.isGenericDict()) {
-    for (const auto& entry : value.toGenericDict()) collectTensors(entry.value(), out);
+    for (const auto& entry : value.toGenericDict())
+      for (at::Tensor& t : tensorsIn(entry.value())) out.push_back(std::move(t));
   }
+  return out;
 }
 
-}  // namespace
+void checkAutocastDtype(const std::string& dtype) {
+  if (!dtype.empty() && dtype != "bfloat16" && dtype != "float16")
+    throw RecordError(fmt::format("unknown autocast dtype '{}'; use bfloat16, float16 or off", dtype));
+}
+
+AutocastScope::AutocastScope(const std::string& dtype, c10::DeviceType device_type)
+    : device_type_(device_type),
+      previous_enabled_(compat::autocastEnabled(device_type)),
+      previous_dtype_(compat::autocastDtype(device_type)) {
+  compat::setAutocastEnabled(device_type, true);
+  compat::setAutocastDtype(device_type, dtype == "float16" ? at::kHalf : at::kBFloat16);
+  at::autocast::increment_nesting();
+  previous_jit_pass_ = torch::jit::setAutocastMode(false);
+}
+
+AutocastScope::~AutocastScope() {
+  torch::jit::setAutocastMode(previous_jit_pass_);
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  compat::setAutocastEnabled(device_type_, previous_enabled_);
+  compat::setAutocastDtype(device_type_, previous_dtype_);
+}
 
 std::string oneLineTorchError(const std::exception& error) {
   const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
@@ -107,6 +136,7 @@ StoredSpecs readStoredSpecs(const std::string& model_path) {
     }
     stored.target = readRecord("acprof_target");
     stored.loss = readRecord("acprof_loss");
+    stored.autocast = readRecord("acprof_autocast");
   } catch (const c10::Error&) {
     // Not a zip archive: loadModel reports that with a better message.
   }
@@ -142,8 +172,7 @@ std::string resolveLossKind(const c10::IValue& output, const std::string& reques
 }
 
 at::Tensor computeLoss(const c10::IValue& output, const std::string& loss_kind, const at::Tensor& target) {
-  std::vector<at::Tensor> tensors;
-  collectTensors(output, tensors);
+  const std::vector<at::Tensor> tensors = tensorsIn(output);
   if (tensors.empty()) throw RecordError("the model's output holds no tensor; return a tensor or the loss");
   if (loss_kind == "model") {
     if (tensors[0].numel() != 1)
@@ -234,9 +263,17 @@ StepOutcome runTrainingStep(torch::jit::Module& module, const std::vector<at::Te
                             const at::Tensor& target, const StepConfig& config) {
   clearGradients(module);
   at::manual_seed(config.seed);
-  std::vector<c10::IValue> stack(inputs.begin(), inputs.end());
-  const c10::IValue output = module.forward(stack);
-  const at::Tensor loss = computeLoss(output, resolveLossKind(output, config.loss), target);
+  // Its own copy of the inputs: a model that writes to an input in place must
+  // not change what the next run (the other model, in verification) sees.
+  std::vector<c10::IValue> stack;
+  for (const at::Tensor& input : inputs) stack.emplace_back(input.clone());
+  at::Tensor loss;
+  {
+    std::optional<AutocastScope> autocast;
+    if (!config.autocast.empty()) autocast.emplace(config.autocast, c10::Device(config.device).type());
+    const c10::IValue output = module.forward(stack);
+    loss = computeLoss(output, resolveLossKind(output, config.loss), target);
+  }
   loss.backward();
   StepOutcome outcome;
   outcome.loss = loss.detach().clone();

@@ -24,7 +24,7 @@
 namespace acprof {
 
 // Bumped whenever a field changes meaning or disappears; readers reject others.
-inline constexpr int kProfileSchemaVersion = 1;
+inline constexpr int kProfileSchemaVersion = 2;
 
 // Categories in the spirit of PyTorch's memory timeline.
 enum class Category {
@@ -52,20 +52,61 @@ class FormatError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One top-level node of the inlined forward graph. Nodes with sub-blocks
-// (prim::If, prim::Loop) are single nodes here and are not cuttable.
+// How a node may take part in a checkpoint segment, decided once from the
+// graph by the legality library (profiler/graph, cut_facts.h) and applied to
+// ranges by cut_rules.h.
+enum class CutRole {
+  Compute,     // moves into the segment and is recomputed in backward
+  Duplicable,  // allocates nothing and has no effects (constants, attribute reads,
+               // list/tuple/dict constructs): stays in the outer graph and is
+               // copied into any segment that reads it
+  Barrier,     // cannot be in a segment (barrier_reason says why)
+};
+const char* cutRoleName(CutRole role);              // "compute", ...
+CutRole cutRoleFromName(const std::string& name);   // throws FormatError
+
+// One top-level node of the inlined forward graph (constant-trip loops unrolled).
+// prim::If and prim::Loop are single nodes whose sub-blocks run inside them.
 struct ForwardNode {
   int id = 0;                         // index among the graph's top-level nodes
   std::string kind;                   // "aten::conv2d"
   std::string scope;                  // module scope, "layer1.0.conv1"
   std::vector<std::string> inputs;    // value debug names
   std::vector<std::string> outputs;   // value debug names
-  std::vector<std::string> mutated_inputs;  // inputs written in place (schema alias info)
-  bool cuttable = true;               // false for control flow and side effects
+  CutRole role = CutRole::Compute;
+  std::string barrier_reason;         // for Barrier nodes
+  // Values (ids into Profile::values) the node needs: its inputs and what its
+  // sub-blocks read from outside, with values made by Duplicable nodes replaced
+  // by what those read (a list's elements for a list construct), recursively.
+  std::vector<int> reads;
+  std::vector<int> writes;            // values whose memory the node may write (alias analysis)
   int forward_step = -1;              // the step that ran it, -1 if it never runs as a step
   double forward_time_us = 0;         // median over measured iterations
   std::vector<int> backward_steps;    // steps of autograd nodes it created
   double backward_time_us = 0;        // sum of those steps' times
+};
+
+// How a value reaches a segment that reads it but does not make it.
+enum class ValueEntry {
+  Input,     // as a checkpoint input (tensors; scalars as 0-dim tensors)
+  Clone,     // its Duplicable producer is copied into the segment
+  Constant,  // embedded as a constant (None, a plain module attribute)
+  Blocked,   // cannot cross a segment boundary (e.g. a list made by an op)
+};
+const char* valueEntryName(ValueEntry entry);
+ValueEntry valueEntryFromName(const std::string& name);  // throws FormatError
+
+// One value of the forward graph's top level: a graph input or a node output.
+struct GraphValue {
+  int id = 0;
+  std::string name;                   // debug name, unique in the graph
+  int producer_node = -1;             // -1 for graph inputs
+  std::string type;                   // "Tensor", "int", "List[Tensor]"
+  ValueEntry entry = ValueEntry::Input;
+  bool can_leave = false;             // can be a checkpoint output (tensor or scalar)
+  bool is_tensor = false;
+  bool requires_grad = false;         // may need grad (decided from the graph: cut_facts.h)
+  int64_t bytes = 0;                  // observed numel * element size (what a copy allocates)
 };
 
 // One tensor storage. Static storages (weights, inputs, optimizer state,
@@ -126,23 +167,30 @@ struct ProfileMeta {
   std::vector<std::string> input_specs;   // "float32[32,3,224,224]"
   std::string target_spec;                // "" when the model returns the loss
   std::string loss = "mean";              // model|sum|mean|cross_entropy
+  std::string autocast;                   // "" or the autocast dtype forward ran under ("bfloat16")
   std::string optimizer = "none";         // none|sgd|adam
   int warmup_iters = 0;
   int measured_iters = 0;
   int64_t allocator_bytes_at_start = 0;   // the allocator's counter before the first event
   // Peak of one plain iteration under the other executor mode (-1 if not measured).
   int64_t other_executor_mode_peak_bytes = -1;
+  // Bytes of random-generator state a checkpoint call keeps from its forward
+  // until its backward returns (and copies once more while it recomputes).
+  int64_t checkpoint_rng_state_bytes = 0;
 };
 
 struct Profile {
   ProfileMeta meta;
   std::vector<ForwardNode> nodes;
+  std::vector<GraphValue> values;       // by id
+  std::vector<int> graph_outputs;       // values the forward returns (through tuple/list/dict constructs)
   std::vector<TensorRecord> tensors;
   std::vector<Step> steps;
   int event_count = 0;
   PeakSummary summary;
 
   const ForwardNode* findNode(int id) const;
+  const GraphValue* findValue(const std::string& name) const;  // null if none
 };
 
 // Fills every step's bytes_at_end / peak_bytes and the summary's peak fields

@@ -1,8 +1,12 @@
-// The model's inlined forward graph and the numbering of its top-level nodes.
+// The model's forward graph as acprof numbers it, shared by the recorder and
+// the rewriter so that a node id means the same node in profile.json,
+// plan.json and the graph the rewriter cuts.
 //
-// Node ids in profile.json and plan.json are indices into topLevelNodes() of
-// this graph; the recorder and the rewriter both obtain the graph here so that
-// an id means the same node in both.
+// The graph is module.forward with every call inlined and every loop whose trip
+// count is a constant unrolled: a scripted `for _ in range(3): x = block(x)`
+// becomes three copies of the block's nodes, so the planner sees (and may cut
+// between) each iteration's activations. Top-level nodes are numbered in order;
+// prim::If and the loops that remain are single nodes whose blocks run inside.
 #pragma once
 
 #include <memory>
@@ -13,7 +17,7 @@
 
 namespace acprof {
 
-// A copy of module.forward's graph with every method and function call inlined.
+// A copy of module.forward's graph, inlined and with constant-trip loops unrolled.
 std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module& module);
 
 // The graph's top-level nodes in order (sub-blocks of If/Loop stay inside their node).
@@ -21,11 +25,5 @@ std::vector<torch::jit::Node*> topLevelNodes(torch::jit::Graph& graph);
 
 // "layer1.0.conv1" from the node's scope / callstack, "" at top level.
 std::string moduleScope(const torch::jit::Node* node);
-
-// Whether the rewriter may place this node inside a checkpoint segment.
-bool isCuttable(const torch::jit::Node* node);
-
-// Names of the node's inputs that its schema marks as written in place.
-std::vector<std::string> mutatedInputNames(const torch::jit::Node* node);
 
 }  // namespace acprof

@@ -20,8 +20,36 @@ struct StepConfig {
   std::string loss = "auto";        // auto | sum | mean | cross_entropy
   std::string optimizer = "none";   // none | sgd | adam
   std::string device = "cpu";       // cpu | cuda | cuda:N
+  std::string autocast;             // "" or the dtype forward and loss run under autocast
   uint64_t seed = 0;
 };
+
+// Throws RecordError unless `dtype` is "", "bfloat16" or "float16".
+void checkAutocastDtype(const std::string& dtype);
+
+// Forward (and the loss) under autocast for a scope, as Python's
+// `with torch.autocast(device_type, dtype=...)`: enabled, the dtype set, the
+// cast cache cleared when the outermost scope ends. TorchScript's own autocast
+// graph pass is off meanwhile: it casts some ops' inputs to float32 where eager
+// autocast would not, and a checkpoint segment's recompute runs without it, so
+// with it on the original and the rewritten model would round differently.
+class AutocastScope {
+ public:
+  AutocastScope(const std::string& dtype, c10::DeviceType device_type);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  c10::DeviceType device_type_;
+  bool previous_enabled_;
+  c10::ScalarType previous_dtype_;
+  bool previous_jit_pass_;
+};
+
+// Every tensor in a model output, depth first: a tensor, or the tensors in a
+// tuple, list or dict (values in insertion order), nested.
+std::vector<at::Tensor> tensorsIn(const c10::IValue& value);
 
 // Loads a TorchScript file onto the device, in train mode. Throws std::runtime_error
 // with a one-line message when the file is missing or not TorchScript.
@@ -38,6 +66,7 @@ struct StoredSpecs {
   std::vector<std::string> inputs;
   std::string target;
   std::string loss;
+  std::string autocast;  // "acprof_autocast"
 };
 StoredSpecs readStoredSpecs(const std::string& model_path);
 

@@ -1,0 +1,105 @@
+#include "acprof/cut_rules.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+namespace acprof {
+
+CutRules::CutRules(const std::vector<ForwardNode>& nodes, const std::vector<GraphValue>& values,
+                   const std::vector<int>& graph_outputs)
+    : nodes_(nodes), values_(values) {
+  const int node_count = static_cast<int>(nodes.size());
+  barrier_before_.assign(node_count + 1, 0);
+  compute_before_.assign(node_count + 1, 0);
+  last_reader_.assign(values.size(), -1);
+  last_writer_.assign(values.size(), -1);
+  outputs_of_node_.assign(node_count, {});
+  for (const GraphValue& v : values)
+    if (v.producer_node >= 0) outputs_of_node_[v.producer_node].push_back(v.id);
+  for (int n = 0; n < node_count; ++n) {
+    const ForwardNode& node = nodes[n];
+    barrier_before_[n + 1] = barrier_before_[n] + (node.role == CutRole::Barrier ? 1 : 0);
+    compute_before_[n + 1] = compute_before_[n] + (node.role == CutRole::Compute ? 1 : 0);
+    // A Duplicable node's reads are already folded into its readers' reads.
+    if (node.role != CutRole::Duplicable)
+      for (int v : node.reads) last_reader_[v] = std::max(last_reader_[v], n);
+    for (int v : node.writes) last_writer_[v] = std::max(last_writer_[v], n);
+  }
+  for (int v : graph_outputs) last_reader_[v] = node_count;
+}
+
+bool CutRules::madeInside(int value, int first_node, int last_node) const {
+  const int producer = values_[value].producer_node;
+  return producer >= first_node && producer <= last_node && nodes_[producer].role == CutRole::Compute;
+}
+
+std::string CutRules::describeNode(int node) const {
+  const ForwardNode& n = nodes_[node];
+  return fmt::format("node {} ({}{})", node, n.kind, n.scope.empty() ? "" : " in " + n.scope);
+}
+
+std::string CutRules::problem(int first, int last) const {
+  const int node_count = static_cast<int>(nodes_.size());
+  if (first < 0 || last < first || last >= node_count)
+    return fmt::format("[range] [{}, {}] is not a range of the graph's {} nodes", first, last, node_count);
+  if (barrier_before_[last + 1] != barrier_before_[first]) {
+    for (int n = first; n <= last; ++n)
+      if (nodes_[n].role == CutRole::Barrier)
+        return fmt::format("[barrier] {} cannot be recomputed: {}", describeNode(n), nodes_[n].barrier_reason);
+  }
+  if (compute_before_[last + 1] == compute_before_[first])
+    return fmt::format("[no-computation] [{}, {}] holds only constants, attribute reads and list/tuple constructs",
+                       first, last);
+  for (int n = first; n <= last; ++n) {
+    const ForwardNode& node = nodes_[n];
+    if (node.role != CutRole::Compute) continue;
+    for (int v : node.reads) {
+      if (madeInside(v, first, last)) continue;
+      const GraphValue& value = values_[v];
+      if (value.entry == ValueEntry::Blocked)
+        return fmt::format("[input-type] {} reads %{} of type {}, made before the range, which cannot be passed into "
+                           "a checkpoint",
+                           describeNode(n), value.name, value.type);
+      if (last_writer_[v] > last)
+        return fmt::format("[input-written-later] {} reads %{}, which {} writes in place after the range; the "
+                           "recompute would read the changed values",
+                           describeNode(n), value.name, describeNode(last_writer_[v]));
+    }
+    for (int v : node.writes) {
+      if (madeInside(v, first, last)) continue;
+      const GraphValue& value = values_[v];
+      if (!value.is_tensor || value.requires_grad)
+        return fmt::format("[write-outside] {} writes in place to %{} ({}{}), made before the range; its recompute "
+                           "would write it twice and lose the write's gradient",
+                           describeNode(n), value.name, value.type, value.requires_grad ? ", requires grad" : "");
+    }
+    for (int v : outputs_of_node_[n]) {
+      if (last_reader_[v] > last && !values_[v].can_leave)
+        return fmt::format("[output-type] {} makes %{} of type {}, which is read after the range but cannot be "
+                           "returned from a checkpoint",
+                           describeNode(n), values_[v].name, values_[v].type);
+    }
+  }
+  return "";
+}
+
+SegmentBoundary CutRules::boundary(int first, int last) const {
+  SegmentBoundary boundary;
+  std::unordered_set<int> inputs, written;
+  for (int n = first; n <= last; ++n) {
+    const ForwardNode& node = nodes_[n];
+    if (node.role != CutRole::Compute) continue;
+    for (int v : node.reads)
+      if (!madeInside(v, first, last) && inputs.insert(v).second) boundary.inputs.push_back(v);
+    for (int v : node.writes) written.insert(v);
+    for (int v : outputs_of_node_[n])
+      if (last_reader_[v] > last) boundary.outputs.push_back(v);
+  }
+  for (int v : boundary.inputs)
+    if (written.count(v)) boundary.replayed_inputs.push_back(v);
+  return boundary;
+}
+
+}  // namespace acprof

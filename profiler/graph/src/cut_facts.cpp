@@ -1,0 +1,348 @@
+#include "acprof/cut_facts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "acprof/forward_graph.h"
+
+namespace acprof {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+namespace prim = torch::jit::prim;
+namespace aten = torch::jit::aten;
+
+bool isTensor(const Value* value) { return value->type()->isSubtypeOf(*c10::TensorType::get()); }
+
+bool isScalar(const Value* value) {
+  const auto kind = value->type()->kind();
+  return kind == c10::TypeKind::IntType || kind == c10::TypeKind::FloatType || kind == c10::TypeKind::BoolType;
+}
+
+bool isFiniteNumber(const c10::IValue& value) { return !value.isDouble() || std::isfinite(value.toDouble()); }
+
+// Plain values that the IR printer writes and the IR parser reads back, so a
+// segment's subgraph can carry them as constants.
+bool isIrConstant(const c10::IValue& value) {
+  if (value.isInt() || value.isBool() || value.isString() || value.isNone()) return true;
+  if (value.isDouble()) return isFiniteNumber(value);
+  if (value.isIntList() || value.isBoolList()) return true;
+  if (value.isDoubleList()) {
+    for (double d : value.toDoubleVector())
+      if (!std::isfinite(d)) return false;
+    return true;
+  }
+  return false;
+}
+
+// Side effects that re-running a node repeats harmlessly: raising the error
+// that forward would have raised (forward did not, so the recompute will not),
+// and printing or warning again. Everything else (setting a module attribute,
+// entering a context, calling out) changes state that a recompute must not touch.
+bool isReplayableEffect(const Node* node) {
+  const auto kind = node->kind();
+  return kind == prim::RaiseException || kind == aten::warn || kind == prim::Print;
+}
+
+// Why a node (or a node in its blocks) cannot be recomputed, or "".
+std::string effectPreventingRecompute(const Node* node) {
+  if (node->hasSideEffects() && !isReplayableEffect(node))
+    return fmt::format("{} has side effects", node->kind().toQualString());
+  for (const torch::jit::Block* block : node->blocks())
+    for (const Node* inner : block->nodes()) {
+      std::string reason = effectPreventingRecompute(inner);
+      if (!reason.empty()) return reason + fmt::format(" (inside {})", node->kind().toQualString());
+    }
+  return "";
+}
+
+// Attribute names the graph assigns anywhere: such an attribute is not a constant.
+void collectAssignedAttributes(const torch::jit::Block* block, std::unordered_set<std::string>& names) {
+  for (const Node* node : block->nodes()) {
+    if (node->kind() == prim::SetAttr) names.insert(node->s(torch::jit::attr::name));
+    for (const torch::jit::Block* inner : node->blocks()) collectAssignedAttributes(inner, names);
+  }
+}
+
+// Values a top-level node reads from outside itself: its inputs, what nodes in
+// its blocks read from the enclosing graph, and outer values its blocks return.
+void collectOuterReads(const Node* node, const Node* top, std::vector<const Value*>& out) {
+  auto definedOutsideTop = [&](const Value* value) {
+    for (const torch::jit::Block* b = value->node()->owningBlock(); b && b->owningNode(); b = b->owningNode()->owningBlock())
+      if (b->owningNode() == top) return false;
+    return value->node() != top;
+  };
+  for (const Value* input : node->inputs())
+    if (node == top || definedOutsideTop(input)) out.push_back(input);
+  for (const torch::jit::Block* block : node->blocks()) {
+    for (const Node* inner : block->nodes()) collectOuterReads(inner, top, out);
+    for (const Value* returned : block->outputs())
+      if (definedOutsideTop(returned)) out.push_back(returned);
+  }
+}
+
+class FactsBuilder {
+ public:
+  FactsBuilder(const torch::jit::Module& module, const std::shared_ptr<torch::jit::Graph>& graph)
+      : module_(module), graph_(graph), nodes_(topLevelNodes(*graph)) {
+    collectAssignedAttributes(graph->block(), assigned_attributes_);
+  }
+
+  GraphCutFacts build() {
+    for (const Value* input : graph_->inputs()) addValue(input, -1);
+    for (size_t id = 0; id < nodes_.size(); ++id)
+      for (const Value* output : nodes_[id]->outputs()) addValue(output, static_cast<int>(id));
+    buildAnalysisGraph();
+    alias_db_ = std::make_unique<torch::jit::AliasDb>(analysis_graph_);
+    facts_.nodes.resize(nodes_.size());
+    for (size_t id = 0; id < nodes_.size(); ++id) describeNode(static_cast<int>(id));
+    // Entries depend on roles (a Duplicable producer's values are cloned).
+    for (GraphValue& value : facts_.values) {
+      value.entry = entryOf(value);
+      value.requires_grad = mayRequireGrad(value);
+    }
+    for (size_t id = 0; id < nodes_.size(); ++id) facts_.nodes[id].reads = rootsReadBy(static_cast<int>(id));
+    collectWrites();
+    std::unordered_set<int> seen;
+    for (const Value* returned : graph_->outputs())
+      for (int root : rootsOf(returned))
+        if (seen.insert(root).second) facts_.graph_outputs.push_back(root);
+    return std::move(facts_);
+  }
+
+ private:
+  void addValue(const Value* value, int producer) {
+    GraphValue v;
+    v.id = static_cast<int>(facts_.values.size());
+    v.name = value->debugName();
+    v.producer_node = producer;
+    v.type = value->type()->repr_str();
+    v.is_tensor = isTensor(value);
+    v.can_leave = v.is_tensor || isScalar(value);
+    facts_.value_ids[value] = v.id;
+    graph_values_.push_back(value);
+    facts_.values.push_back(std::move(v));
+  }
+
+  // AliasDb puts every module attribute and every graph input into one
+  // "wildcard" memory location, so a batch norm's write to its running mean
+  // would "may-alias" every parameter. The module knows exactly which
+  // attributes share storage: the analysis runs on a copy of the graph in
+  // which each distinct attribute storage and each tensor input is a fresh
+  // tensor (self stays the module, so writes to the module itself still show).
+  void buildAnalysisGraph() {
+    analysis_graph_ = graph_->copy();
+    analysis_nodes_ = topLevelNodes(*analysis_graph_);
+    for (const Value* input : analysis_graph_->inputs()) analysis_values_.push_back(const_cast<Value*>(input));
+    for (Node* node : analysis_nodes_)
+      for (Value* output : node->outputs()) analysis_values_.push_back(output);
+    if (analysis_nodes_.empty()) return;
+    torch::jit::WithInsertPoint at_start(analysis_nodes_.front());
+    auto fresh = [&] {
+      return analysis_graph_->insert(aten::empty, {analysis_graph_->insertConstant(std::vector<int64_t>{0})});
+    };
+    std::unordered_map<const void*, Value*> fresh_by_storage;
+    for (GraphValue& v : facts_.values) {
+      Value* analysed = analysis_values_[v.id];
+      const Value* original = graph_values_[v.id];
+      Value* replacement = nullptr;
+      if (v.producer_node < 0 && v.is_tensor) {
+        replacement = fresh();
+      } else if (v.producer_node >= 0 && nodes_[v.producer_node]->kind() == prim::GetAttr) {
+        const auto attribute = attributeRead(original, module_);
+        if (!attribute || !attribute->value().isTensor()) continue;
+        const at::Tensor held = attribute->value().toTensor();
+        const void* storage = held.has_storage() ? static_cast<const void*>(held.storage().unsafeGetStorageImpl())
+                                                 : static_cast<const void*>(held.unsafeGetTensorImpl());
+        auto [it, added] = fresh_by_storage.emplace(storage, nullptr);
+        if (added) it->second = fresh();
+        replacement = it->second;
+      }
+      if (!replacement) continue;
+      analysed->replaceAllUsesWith(replacement);
+      analysis_values_[v.id] = replacement;
+    }
+  }
+
+  void describeNode(int id) {
+    const Node* node = nodes_[id];
+    ForwardNode& n = facts_.nodes[id];
+    n.id = id;
+    n.kind = node->kind().toQualString();
+    n.scope = moduleScope(node);
+    for (const Value* v : node->inputs()) n.inputs.push_back(v->debugName());
+    for (const Value* v : node->outputs()) n.outputs.push_back(v->debugName());
+    n.barrier_reason = effectPreventingRecompute(node);
+    // Assigning a module attribute (prim::SetAttr, also inside a branch) is a
+    // write to the module object itself.
+    if (n.barrier_reason.empty() &&
+        alias_db_->writesToAlias(analysis_nodes_[id], torch::jit::ValueSet{analysis_graph_->inputs().at(0)}))
+      n.barrier_reason = fmt::format("{} changes the module's attributes", n.kind);
+    if (!n.barrier_reason.empty()) {
+      n.role = CutRole::Barrier;
+    } else if (isDuplicable(id)) {
+      n.role = CutRole::Duplicable;
+    } else {
+      n.role = CutRole::Compute;
+    }
+  }
+
+  // Copying the node into a segment recomputes exactly its value and costs
+  // nothing: it allocates no tensor, writes nothing, has no effects and no
+  // randomness, and nothing writes to what it makes afterwards (a list that
+  // is appended to later is not the list its construct made).
+  bool isDuplicable(int id) {
+    const Node* node = nodes_[id];
+    const auto kind = node->kind();
+    if (kind == prim::Constant || kind == prim::GetAttr || kind == prim::Uninitialized) return true;
+    if (!node->blocks().empty() || node->hasSideEffects() || node->isNondeterministic()) return false;
+    if (!node->maybeSchema() && !node->kind().is_prim()) return false;
+    for (const Value* output : node->outputs())
+      if (isTensor(output) || isScalar(output)) return false;
+    Node* analysed = analysis_nodes_[id];
+    for (const Value* output : analysed->outputs())
+      if (alias_db_->hasWriters(output)) return false;
+    return !alias_db_->writesToAlias(analysed, torch::jit::ValueSet(analysed->inputs().begin(), analysed->inputs().end()));
+  }
+
+  ValueEntry entryOf(const GraphValue& v) const {
+    const Value* value = graph_values_[v.id];
+    const Node* producer = v.producer_node >= 0 ? nodes_[v.producer_node] : nullptr;
+    if (producer && producer->kind() == prim::Uninitialized) return ValueEntry::Clone;
+    if (producer && producer->kind() == prim::Constant) {
+      const auto constant = torch::jit::toIValue(value);
+      // Tensor constants and inf/nan cannot be written as IR text: they enter as inputs.
+      if (v.is_tensor || (constant && !isFiniteNumber(*constant))) return ValueEntry::Input;
+      return ValueEntry::Clone;
+    }
+    if (producer && producer->kind() == prim::GetAttr) return attributeEntry(value);
+    if (v.is_tensor || isScalar(value)) return ValueEntry::Input;
+    if (value->type()->kind() == c10::TypeKind::NoneType) return ValueEntry::Constant;
+    if (producer && facts_.nodes[v.producer_node].role == CutRole::Duplicable) return ValueEntry::Clone;
+    return ValueEntry::Blocked;
+  }
+
+  // Whether a value may need grad, decided from the graph alone so that the
+  // recorder and the rewriter agree: module attributes as they are, constants
+  // and graph inputs not, anything computed from them conservatively yes.
+  bool mayRequireGrad(const GraphValue& v) const {
+    if (!v.is_tensor || v.producer_node < 0) return false;
+    const Node* producer = nodes_[v.producer_node];
+    if (producer->kind() == prim::Constant || producer->kind() == prim::Uninitialized) return false;
+    if (producer->kind() == prim::GetAttr) {
+      const auto attribute = attributeRead(graph_values_[v.id], module_);
+      return !attribute || !attribute->value().isTensor() || attribute->value().toTensor().requires_grad();
+    }
+    return true;
+  }
+
+  // A module attribute: what the module holds decides (a conv's Optional bias
+  // holds a tensor or None); plain attributes that the graph never assigns are
+  // constants of the module.
+  ValueEntry attributeEntry(const Value* value) const {
+    const auto attribute = attributeRead(value, module_);
+    if (!attribute) return isTensor(value) ? ValueEntry::Input : ValueEntry::Blocked;
+    const c10::IValue held = attribute->value();
+    if (held.isTensor()) return ValueEntry::Input;
+    if (held.isNone()) return ValueEntry::Constant;
+    if (isIrConstant(held) && !assigned_attributes_.count(attribute->name)) return ValueEntry::Constant;
+    // A number the graph assigns enters with the value it has when read.
+    if (isScalar(value)) return ValueEntry::Input;
+    return ValueEntry::Blocked;
+  }
+
+  // The values a node needs, looking through Duplicable producers.
+  std::vector<int> rootsReadBy(int id) {
+    std::vector<const Value*> reads;
+    collectOuterReads(nodes_[id], nodes_[id], reads);
+    std::vector<int> roots;
+    std::unordered_set<int> seen;
+    for (const Value* read : reads)
+      for (int root : rootsOf(read))
+        if (seen.insert(root).second) roots.push_back(root);
+    return roots;
+  }
+
+  const std::vector<int>& rootsOf(const Value* value) {
+    const int id = facts_.value_ids.at(value);
+    if (auto it = roots_.find(id); it != roots_.end()) return it->second;
+    std::vector<int> roots;
+    const GraphValue& v = facts_.values[id];
+    if (v.entry == ValueEntry::Clone) {
+      std::unordered_set<int> seen;
+      for (int root : rootsReadBy(v.producer_node))
+        if (seen.insert(root).second) roots.push_back(root);
+    } else if (v.entry != ValueEntry::Constant) {
+      roots.push_back(id);
+    }
+    return roots_[id] = std::move(roots);
+  }
+
+  // AliasDb answers, for every op's schema and through views and containers,
+  // whether a node (its blocks included) may write to a value's memory. Only
+  // nodes that write to some value are asked about each value.
+  void collectWrites() {
+    torch::jit::ValueSet mutable_values;
+    std::vector<int> mutable_ids;
+    for (const GraphValue& v : facts_.values) {
+      const Value* value = analysis_values_[v.id];
+      // Scalars, strings and None hold no memory a node could write to.
+      const auto kind = value->type()->kind();
+      if (isScalar(value) || kind == c10::TypeKind::NoneType || kind == c10::TypeKind::StringType) continue;
+      mutable_values.insert(value);
+      mutable_ids.push_back(v.id);
+    }
+    for (size_t id = 0; id < nodes_.size(); ++id) {
+      Node* node = analysis_nodes_[id];
+      if (node->kind() == prim::Constant || !alias_db_->writesToAlias(node, mutable_values)) continue;
+      for (int v : mutable_ids)
+        if (alias_db_->writesToAlias(node, torch::jit::ValueSet{analysis_values_[v]}))
+          facts_.nodes[id].writes.push_back(v);
+    }
+  }
+
+  const torch::jit::Module& module_;
+  std::shared_ptr<torch::jit::Graph> graph_;
+  std::vector<Node*> nodes_;
+  std::shared_ptr<torch::jit::Graph> analysis_graph_;  // the copy AliasDb analyses
+  std::vector<Node*> analysis_nodes_;                  // its top-level nodes, by node id
+  std::vector<Value*> analysis_values_;                // by value id
+  std::unique_ptr<torch::jit::AliasDb> alias_db_;
+  std::unordered_set<std::string> assigned_attributes_;
+  std::vector<const Value*> graph_values_;  // by value id
+  std::unordered_map<int, std::vector<int>> roots_;
+  GraphCutFacts facts_;
+};
+
+}  // namespace
+
+std::optional<AttributeRef> attributeRead(const Value* value, const torch::jit::Module& module) {
+  const Node* node = value->node();
+  if (node->kind() != prim::GetAttr) return std::nullopt;
+  const Value* base = node->input(0);
+  c10::intrusive_ptr<c10::ivalue::Object> owner;
+  if (base == base->owningGraph()->inputs().at(0)) {
+    owner = module._ivalue();
+  } else {
+    const auto parent = attributeRead(base, module);
+    if (!parent) return std::nullopt;
+    const c10::IValue parent_value = parent->value();
+    if (!parent_value.isObject()) return std::nullopt;
+    owner = parent_value.toObject();
+  }
+  const std::string name = node->s(torch::jit::attr::name);
+  if (!owner->type()->hasAttribute(name)) return std::nullopt;
+  return AttributeRef{owner, name};
+}
+
+GraphCutFacts describeCutFacts(const torch::jit::Module& module, const std::shared_ptr<torch::jit::Graph>& graph) {
+  return FactsBuilder(module, graph).build();
+}
+
+}  // namespace acprof

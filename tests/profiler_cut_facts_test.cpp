@@ -1,0 +1,158 @@
+// The legality library on real TorchScript graphs: roles, reads through
+// containers, writes through LibTorch's alias analysis, unrolled loops.
+#include "acprof/cut_facts.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include "acprof/forward_graph.h"
+
+namespace acprof {
+namespace {
+
+struct Described {
+  std::shared_ptr<torch::jit::Graph> graph;
+  GraphCutFacts facts;
+
+  const ForwardNode& node(const std::string& kind, int occurrence = 0) const {
+    for (const ForwardNode& n : facts.nodes)
+      if (n.kind == kind && occurrence-- == 0) return n;
+    throw std::runtime_error("no node " + kind);
+  }
+  std::vector<std::string> names(const std::vector<int>& ids) const {
+    std::vector<std::string> out;
+    for (int id : ids) out.push_back(facts.values[id].name);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::string outputOf(const std::string& kind, int occurrence = 0) const { return node(kind, occurrence).outputs.at(0); }
+};
+
+Described describe(torch::jit::Module& module) {
+  Described d;
+  d.graph = inlinedForwardGraph(module);
+  d.facts = describeCutFacts(module, d.graph);
+  return d;
+}
+
+torch::jit::Module moduleWithWeight(const std::string& name) {
+  torch::jit::Module module(name);
+  module.register_parameter("w", at::randn({8, 8}).requires_grad_(), false);
+  return module;
+}
+
+// LibTorch's AliasDb puts all module attributes in one wildcard set; the
+// facts must still say batch norm writes its running statistics and nothing else.
+TEST(CutFacts, BatchNormWritesOnlyItsRunningStatistics) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.BatchNorm");
+  module.register_parameter("gamma", at::ones({8}).requires_grad_(), false);
+  module.register_buffer("running_mean", at::zeros({8}));
+  module.register_buffer("running_var", at::ones({8}));
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    return torch.batch_norm(h, self.gamma, None, self.running_mean, self.running_var, True, 0.1, 1e-5, False)
+)JIT");
+  const Described d = describe(module);
+  const ForwardNode& bn = d.node("aten::batch_norm");
+  EXPECT_EQ(bn.role, CutRole::Compute);
+  EXPECT_EQ(d.names(bn.writes), (std::vector<std::string>{"running_mean", "running_var"}));
+  EXPECT_TRUE(d.node("aten::matmul").writes.empty());
+  for (int v : bn.writes) EXPECT_FALSE(d.facts.values[v].requires_grad) << d.facts.values[v].name;
+}
+
+TEST(CutFacts, ListConstructIsDuplicableAndItsReadersReadTheElements) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.Cat");
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    return torch.cat([torch.relu(h), torch.sigmoid(h)], 1)
+)JIT");
+  const Described d = describe(module);
+  EXPECT_EQ(d.node("prim::ListConstruct").role, CutRole::Duplicable);
+  std::vector<std::string> expected = {d.outputOf("aten::relu"), d.outputOf("aten::sigmoid")};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(d.names(d.node("aten::cat").reads), expected);
+}
+
+// A list that is appended to later is not the list its construct made.
+TEST(CutFacts, AListWithWritersIsComputed) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.Append");
+  module.define(R"JIT(
+def forward(self, x):
+    features = [torch.matmul(x, self.w)]
+    features.append(torch.relu(features[0]))
+    return torch.cat(features, 1)
+)JIT");
+  const Described d = describe(module);
+  EXPECT_EQ(d.node("prim::ListConstruct").role, CutRole::Compute);
+  const ForwardNode& append = d.node("aten::append");
+  EXPECT_EQ(d.names(append.writes), std::vector<std::string>{d.outputOf("prim::ListConstruct")});
+}
+
+TEST(CutFacts, AssigningAModuleAttributeIsABarrier) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.Counter");
+  module.register_attribute("calls", c10::IntType::get(), int64_t{0});
+  module.define(R"JIT(
+def forward(self, x):
+    self.calls = self.calls + 1
+    return torch.matmul(x, self.w)
+)JIT");
+  const Described d = describe(module);
+  const ForwardNode& set = d.node("prim::SetAttr");
+  EXPECT_EQ(set.role, CutRole::Barrier);
+  EXPECT_NE(set.barrier_reason.find("module's attributes"), std::string::npos) << set.barrier_reason;
+  EXPECT_EQ(d.node("aten::matmul").role, CutRole::Compute);
+}
+
+// A branch that raises is recomputed like any node: forward did not raise.
+TEST(CutFacts, BranchesThatOnlyRaiseAreComputeNodes) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.Check");
+  module.define(R"JIT(
+def forward(self, x):
+    if x.dim() != 2:
+        raise ValueError("expected a matrix")
+    return torch.matmul(x, self.w)
+)JIT");
+  const Described d = describe(module);
+  EXPECT_EQ(d.node("prim::If").role, CutRole::Compute);
+}
+
+TEST(CutFacts, ConstantTripLoopsAreUnrolledIntoTopLevelNodes) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.Loop");
+  module.define(R"JIT(
+def forward(self, x):
+    for _ in range(3):
+        x = torch.relu(torch.matmul(x, self.w))
+    return x
+)JIT");
+  const Described d = describe(module);
+  const auto count = [&](const std::string& kind) {
+    return std::count_if(d.facts.nodes.begin(), d.facts.nodes.end(), [&](const ForwardNode& n) { return n.kind == kind; });
+  };
+  EXPECT_EQ(count("prim::Loop"), 0);
+  EXPECT_EQ(count("aten::matmul"), 3);
+  EXPECT_EQ(count("aten::relu"), 3);
+}
+
+// A plain module attribute read inside a segment travels as a constant; one
+// the graph assigns cannot.
+TEST(CutFacts, PlainAttributesAreConstantsUnlessAssigned) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.Shape");
+  module.register_attribute("shape", c10::ListType::ofInts(), std::vector<int64_t>{-1, 4});
+  module.define(R"JIT(
+def forward(self, x):
+    return torch.matmul(x, self.w).reshape(self.shape)
+)JIT");
+  const Described d = describe(module);
+  const GraphValue* shape = nullptr;
+  for (const GraphValue& v : d.facts.values)
+    if (v.name.rfind("shape", 0) == 0) shape = &v;
+  ASSERT_NE(shape, nullptr);
+  EXPECT_EQ(shape->entry, ValueEntry::Constant);
+}
+
+}  // namespace
+}  // namespace acprof
