@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -30,6 +31,8 @@ int main(int argc, char** argv) {
     // Libraries throw one-line errors that already name the problem and the fix.
     // Some LibTorch messages start with a newline: print the first line that says something.
     std::string message = e.what();
+    // For bug reports: LibTorch's whole message, backtrace included.
+    if (std::getenv("ACPROF_FULL_ERRORS")) std::cerr << message << std::endl;
     const auto start = message.find_first_not_of(" \n\t");
     message = start == std::string::npos ? std::string("unknown error") : message.substr(start);
     if (const auto newline = message.find('\n'); newline != std::string::npos) message.resize(newline);

@@ -2,6 +2,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <thread>
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <cerrno>
+#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -119,6 +126,39 @@ TEST(ProfileFormat, AtomicWriteLeavesNoFileWhenDirectoryIsMissing) {
   const std::string path = "/nonexistent-dir-acprof/profile.json";
   EXPECT_THROW(writeProfileFile(handMadeProfile(), path), FormatError);
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// A pipe given as the output is written through, not replaced by a regular file.
+TEST(ProfileFormat, WritesThroughAPipeInsteadOfReplacingIt) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "acprof_format_fifo";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "out.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    std::ifstream in(fifo);
+    received.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  writeProfileFile(handMadeProfile(), fifo);
+  reader.join();
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_EQ(received, profileToJson(handMadeProfile()));
+  std::filesystem::remove_all(dir);
+}
+
+// A device that fails every write (a node of /dev/full's kind, made in a
+// temporary directory) is an error, not "wrote", and stays a device.
+TEST(ProfileFormat, AFailedWriteThroughIsAnErrorAndTheDeviceStays) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "acprof_format_full";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string full = (dir / "full").string();
+  if (::mknod(full.c_str(), S_IFCHR | 0600, makedev(1, 7)) != 0)
+    GTEST_SKIP() << "cannot make a device node here (needs root): " << std::strerror(errno);
+  EXPECT_THROW(writeProfileFile(handMadeProfile(), full), FormatError);
+  EXPECT_TRUE(std::filesystem::is_character_file(full));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ProfileFormat, FormatBytesUsesBinaryUnits) {

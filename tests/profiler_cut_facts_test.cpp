@@ -88,8 +88,8 @@ def forward(self, x):
 )JIT");
   const Described d = describe(module);
   EXPECT_EQ(d.node("prim::ListConstruct").role, CutRole::Compute);
-  const ForwardNode& append = d.node("aten::append");
-  EXPECT_EQ(d.names(append.writes), std::vector<std::string>{d.outputOf("prim::ListConstruct")});
+  const std::vector<std::string> written = d.names(d.node("aten::append").writes);
+  EXPECT_NE(std::find(written.begin(), written.end(), d.outputOf("prim::ListConstruct")), written.end());
 }
 
 TEST(CutFacts, AssigningAModuleAttributeIsABarrier) {
@@ -112,8 +112,7 @@ TEST(CutFacts, BranchesThatOnlyRaiseAreComputeNodes) {
   torch::jit::Module module = moduleWithWeight("acprof_test.Check");
   module.define(R"JIT(
 def forward(self, x):
-    if x.dim() != 2:
-        raise ValueError("expected a matrix")
+    assert x.dim() == 2, "expected a matrix"
     return torch.matmul(x, self.w)
 )JIT");
   const Described d = describe(module);

@@ -11,3 +11,10 @@ acprof_add_test(rewriter_end_to_end_tests
   FIXTURES test_models)
 add_dependencies(rewriter_end_to_end_tests acprof acprof_ops)
 target_compile_definitions(rewriter_end_to_end_tests PRIVATE ACPROF_OPS_LIBRARY="$<TARGET_FILE:acprof_ops>")
+
+# The legality model as a property over random ranges of every reference model.
+acprof_add_test(rewriter_property_tests
+  SOURCES rewriter_cut_property_test.cpp
+  LIBS acprof_rewriter acprof_ops ${TORCH_LIBRARIES}
+  FIXTURES test_models)
+target_precompile_headers(rewriter_property_tests PRIVATE <torch/script.h>)

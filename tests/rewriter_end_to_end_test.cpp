@@ -110,7 +110,7 @@ TEST_P(RewriteEndToEnd, TrainsIdenticallyFitsTheBudgetAndPeaksAsPredicted) {
   EXPECT_LE(after.summary.peak_bytes, plan.budget_bytes)
       << "measured " << formatBytes(after.summary.peak_bytes) << " over budget " << formatBytes(plan.budget_bytes)
       << "\n" << outputOf(rewritten);
-  EXPECT_LE(std::abs(predicted - measured) / measured, 0.05)
+  EXPECT_LE(std::abs(predicted - measured) / measured, 0.02)
       << "predicted " << formatBytes(plan.predicted_peak_bytes) << " measured "
       << formatBytes(after.summary.peak_bytes) << "\n" << outputOf(rewritten);
   std::cout << rewritten.out;
@@ -132,8 +132,51 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
                                            Case{"gpt_scripted.pt", "", 0.5},
                                            // ResNet-18 at test size: weights and gradients are 97 % of
                                            // the peak (see InfeasibleBudgets below).
-                                           Case{"resnet18_traced.pt", "", 0.7}),
+                                           Case{"resnet18_traced.pt", "", 0.7},
+                                           // Models nobody here tuned for (issue 9's table), a tenth of
+                                           // the way from the smallest reachable peak to the profiled one.
+                                           Case{"transformer_dict_scripted.pt", "", 0.1},
+                                           Case{"vit_small_scripted.pt", "", 0.1}, Case{"loop_lm_scripted.pt", "", 0.1},
+                                           // Scripted, the DenseNet-style model is over-predicted by 14 %
+                                           // (a segment output that a node inside saved for backward dies
+                                           // earlier in the rewrite; the profile cannot tell who saved
+                                           // a tensor): its cuts are checked by CutProperty instead.
+                                           Case{"densenet_like_traced.pt", "", 0.1},
+                                           Case{"tuple_out_scripted.pt", "", 0.1}, Case{"gpt_autocast_traced.pt", "", 0.1},
+                                           Case{"inplace_view_traced.pt", "", 0.1}),
                          caseName);
+
+// A plan edited by hand so that a segment holds an in-place write through a
+// view of a tensor made before it: recomputing it would write twice and lose
+// the write's gradient. The rewrite refuses in one line that names the rule,
+// the node and the fix, with verification off too, and writes nothing.
+TEST(RewriteRefusals, InPlaceWriteThroughAViewOfAnOutsideTensor) {
+  const fs::path directory = fs::temp_directory_path() / "acprof_refuse_inplace_view";
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / "inplace_view_traced.pt", directory / "model.pt");
+  ASSERT_EQ(runIn(directory, "profile model.pt").exit_code, 0);
+  const Profile profile = readProfileFile((directory / "profile.json").string());
+  int write = -1;
+  for (const ForwardNode& node : profile.nodes)
+    if (node.kind == "aten::add_") write = node.id;
+  ASSERT_GE(write, 0) << "the model has no in-place add";
+  ASSERT_EQ(runIn(directory, "plan --budget 100%").exit_code, 0);
+  Plan plan = readPlanFile((directory / "plan.json").string());
+  SegmentCut cut;
+  cut.first_node = cut.last_node = write;
+  plan.segments = {cut};
+  writePlanFile(plan, (directory / "plan.json").string());
+
+  const CommandResult rewritten = runIn(directory, "rewrite --no-verify");
+  EXPECT_EQ(rewritten.exit_code, 1) << outputOf(rewritten);
+  EXPECT_EQ(lineCount(rewritten.err), 1) << rewritten.err;
+  EXPECT_NE(rewritten.err.find("[write-outside] node " + std::to_string(write) + " (aten::add_"), std::string::npos)
+      << rewritten.err;
+  EXPECT_NE(rewritten.err.find("make the plan again"), std::string::npos) << rewritten.err;
+  EXPECT_FALSE(fs::exists(directory / "model.ckpt.pt"));
+  if (!HasFailure()) fs::remove_all(directory);
+}
 
 // Where a percentage of the peak is below what any recompute reaches, acprof
 // says so in one line with the smallest peak it reached, and writes no plan.

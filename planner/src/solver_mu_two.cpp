@@ -13,6 +13,8 @@ namespace {
 constexpr double kMinRecomputeTimeUs = 1e-3;
 // How far back a candidate may grow over unsaved inputs (each round adds at least one node).
 constexpr int kMaxGrowRounds = 8;
+// A refused candidate may grow to a legal one of at least this many nodes.
+constexpr int kMinLegalizedNodes = 64;
 
 // A candidate: recompute one activation, i.e. checkpoint [its producer, its last forward reader].
 struct Candidate {
@@ -92,6 +94,15 @@ class MuTwoGreedy {
     for (size_t i = 0; i < plain_count; ++i) {
       const NodeRange grown = grownOverUnsavedBoundaries(ranges[i]);
       if (grown.first_node != ranges[i].first_node || grown.last_node != ranges[i].last_node) ranges.push_back(grown);
+    }
+    // A candidate the cut rules refuse (it splits a branch from the value it
+    // reads, say) grows over what blocks it, within half of the graph.
+    const int most_nodes = std::max(kMinLegalizedNodes, index_.node_count / 2);
+    const size_t candidate_count = ranges.size();
+    for (size_t i = 0; i < candidate_count; ++i) {
+      NodeRange legal = ranges[i];
+      if (index_.rules.problem(legal.first_node, legal.last_node).empty()) continue;
+      if (index_.rules.grownToLegal(legal.first_node, legal.last_node, most_nodes)) ranges.push_back(legal);
     }
     std::sort(ranges.begin(), ranges.end(), [](const NodeRange& a, const NodeRange& b) {
       return a.first_node != b.first_node ? a.first_node < b.first_node : a.last_node < b.last_node;

@@ -94,7 +94,8 @@ class NoAutocastCacheScope {
 // the inputs, with a snapshot in place of each input the segment writes, then
 // the CPU generator state, then one state per CUDA device.
 struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
-  static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<Segment> segment, at::TensorList inputs) {
+  static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<Segment> segment, at::TensorList inputs,
+                               bool caller_grad_enabled) {
     variable_list saved;
     saved.reserve(inputs.size() + 1);
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -112,9 +113,16 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     ctx->saved_data[kAutocastKey] = AutocastState::current().pack();
     variable_list outputs;
     {
-      // Function::apply already runs forward with grad disabled: nothing inside is kept.
+      // Nothing inside is kept: the inputs are detached, so no op records
+      // history. Grad mode stays the caller's (Function::apply turned it off),
+      // so code that asks torch.is_grad_enabled() takes the branch it took in
+      // the original model, as the recompute will.
+      std::vector<at::Tensor> detached;
+      detached.reserve(inputs.size());
+      for (const at::Tensor& input : inputs) detached.push_back(input.detach());
+      const at::AutoGradMode caller_mode(caller_grad_enabled);
       const NoAutocastCacheScope uncached;
-      outputs = segment->run(inputs.vec());
+      outputs = segment->run(std::move(detached));
     }
     ctx->save_for_backward(saved);
     return outputs;
@@ -165,8 +173,8 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
         differentiable_input_indices.push_back(i);
       }
     }
-    // One gradient per forward argument: the segment first (none), then each input.
-    variable_list input_grads(1 + inputs.size());
+    // One gradient per forward argument: the segment first (none), then each input, then the grad mode (none).
+    variable_list input_grads(2 + inputs.size());
     inputs.clear();
     if (differentiated_outputs.empty() || differentiable_inputs.empty()) return input_grads;
     variable_list grads = torch::autograd::grad(differentiated_outputs, differentiable_inputs, output_grads,
@@ -181,7 +189,7 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
 
 std::vector<at::Tensor> checkpoint(c10::intrusive_ptr<Segment> segment, at::TensorList inputs) {
   // at::TensorList, not std::vector: Function::apply only tracks tensors it can see as tensors.
-  return CheckpointFunction::apply(std::move(segment), inputs);
+  return CheckpointFunction::apply(std::move(segment), inputs, at::GradMode::is_enabled());
 }
 
 }  // namespace acprof

@@ -1,17 +1,61 @@
 #include "ops/segment.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 
 #include <torch/csrc/jit/ir/irparser.h>
 
 namespace acprof {
 namespace {
 
+const c10::Symbol kStatementStub = c10::Symbol::fromQualString("prim::AcprofStatement");
+
+void makeParseable(torch::jit::Block* block) {
+  torch::jit::Graph& graph = *block->owningGraph();
+  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+    torch::jit::Node* node = *it;
+    ++it;
+    for (torch::jit::Block* inner : node->blocks()) makeParseable(inner);
+    if (!node->outputs().empty()) continue;
+    if (node->kind() == torch::jit::prim::If) {
+      node->addOutput()->setType(c10::NoneType::get());
+      for (torch::jit::Block* branch : node->blocks()) {
+        torch::jit::WithInsertPoint at_return(branch->return_node());
+        branch->registerOutput(graph.insertConstant(c10::IValue()));
+      }
+      continue;
+    }
+    TORCH_CHECK(node->blocks().empty(), "acprof.Segment: cannot write ", node->kind().toQualString(),
+                " without outputs as IR text; make the plan again with this node outside the segment");
+    torch::jit::Node* stub = graph.create(kStatementStub, node->inputs(), 1);
+    stub->s_(torch::jit::attr::name, node->kind().toQualString());
+    stub->output()->setType(c10::NoneType::get());
+    stub->insertBefore(node);
+    node->destroy();
+  }
+}
+
+void restoreStatements(torch::jit::Block* block) {
+  torch::jit::Graph& graph = *block->owningGraph();
+  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+    torch::jit::Node* node = *it;
+    ++it;
+    for (torch::jit::Block* inner : node->blocks()) restoreStatements(inner);
+    if (node->kind() != kStatementStub) continue;
+    torch::jit::Node* statement =
+        graph.create(c10::Symbol::fromQualString(node->s(torch::jit::attr::name)), node->inputs(), 0);
+    statement->insertBefore(node);
+    node->destroy();
+  }
+}
+
 std::shared_ptr<torch::jit::Graph> parseSegmentGraph(const std::string& graph_ir) {
   auto graph = std::make_shared<torch::jit::Graph>();
   try {
     torch::jit::parseIR(graph_ir, graph.get());
   } catch (const std::exception& e) {
+    if (std::getenv("ACPROF_FULL_ERRORS")) std::cerr << graph_ir << "\n" << e.what() << std::endl;
     // The parser's messages span lines and start with one; keep the first that says something.
     std::string message = e.what();
     message.erase(0, message.find_first_not_of("\n "));
@@ -19,6 +63,7 @@ std::shared_ptr<torch::jit::Graph> parseSegmentGraph(const std::string& graph_ir
     TORCH_CHECK(false, "acprof.Segment: the subgraph IR does not parse (", message,
                 "); the model file is damaged or was written by another acprof version, rewrite it again");
   }
+  restoreStatements(graph->block());
   for (const torch::jit::Value* input : graph->inputs()) {
     TORCH_CHECK(input->type()->isSubtypeOf(*c10::TensorType::get()),
                 "acprof.Segment: subgraph input %", input->debugName(), " is ", input->type()->repr_str(),
@@ -44,6 +89,11 @@ Segment::Segment(std::string graph_ir, std::vector<int64_t> written_inputs)
                 "acprof.Segment: written input index ", index, " is out of range for a subgraph with ",
                 graph_->inputs().size(), " inputs; the model file is damaged, rewrite it again");
   }
+}
+
+std::string Segment::serializeGraph(torch::jit::Graph& graph) {
+  makeParseable(graph.block());
+  return graph.toString(/*print_source_locations=*/false);
 }
 
 bool Segment::writesInput(size_t index) const {

@@ -43,6 +43,13 @@ class Segment : public torch::CustomClassHolder {
 
   PickledState pickledState() const { return {graph_ir_, written_inputs_}; }
 
+  // The IR text of a segment's subgraph that this LibTorch's IR parser reads
+  // back. The 1.13 parser cannot read a node without outputs, which scripted
+  // code is full of (a statement-level `if`, `raise`, warnings): such an If
+  // gets a None output, and other such nodes are written as a stub node that
+  // the Segment turns back into the real one after parsing. Changes `graph`.
+  static std::string serializeGraph(torch::jit::Graph& graph);
+
   // The TorchScript name of the class, as it appears in the checkpoint op's schema.
   static constexpr const char* kQualifiedName = "__torch__.torch.classes.acprof.Segment";
 

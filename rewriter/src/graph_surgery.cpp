@@ -42,6 +42,43 @@ c10::Symbol scalarFromTensorOp(const Value* value) {
   }
 }
 
+bool isOptionalTensor(const Value* value) {
+  return !isTensor(value) && value->type()->isSubtypeOf(*c10::OptionalType::ofTensor());
+}
+
+// An Optional[Tensor] crosses a checkpoint's Tensor[] boundary as a flag (is
+// it a tensor?) and a tensor (itself, or an empty one for None). Inserted at
+// the graph's insert point.
+std::pair<Value*, Value*> splitOptional(Graph& graph, Value* optional) {
+  Value* flag = graph.insert(aten::__isnot__, {optional, graph.insertConstant(c10::IValue())});
+  Node* branch = graph.insertNode(graph.create(prim::If, {flag}, 1));
+  branch->output()->setType(c10::TensorType::get());
+  torch::jit::Block* present = branch->addBlock();
+  torch::jit::Block* absent = branch->addBlock();
+  {
+    torch::jit::WithInsertPoint inside(present);
+    present->registerOutput(graph.insertUncheckedCast(optional, c10::TensorType::get()));
+  }
+  {
+    torch::jit::WithInsertPoint inside(absent);
+    absent->registerOutput(graph.insert(aten::empty, {graph.insertConstant(std::vector<int64_t>{0})}));
+  }
+  return {flag, branch->output()};
+}
+
+Value* joinOptional(Graph& graph, Value* flag, Value* tensor) {
+  Node* branch = graph.insertNode(graph.create(prim::If, {flag}, 1));
+  branch->output()->setType(c10::OptionalType::ofTensor());
+  torch::jit::Block* present = branch->addBlock();
+  torch::jit::Block* absent = branch->addBlock();
+  present->registerOutput(tensor);
+  {
+    torch::jit::WithInsertPoint inside(absent);
+    absent->registerOutput(graph.insertConstant(c10::IValue()));
+  }
+  return branch->output();
+}
+
 std::string describe(const Node* node) {
   const std::string scope = moduleScope(node);
   return fmt::format("{}{}", node->kind().toQualString(), scope.empty() ? "" : " in " + scope);
@@ -55,13 +92,34 @@ std::string joinNames(std::vector<std::string> names) {
 }
 
 // The graph, its numbering and its cut facts, computed once before any cut,
-// so that every segment is judged on the graph the plan was made for.
+// so that every segment is judged on the graph the plan was made for. Cutting
+// replaces values with a call's outputs and destroys nodes, and a new value
+// can reuse a destroyed one's address: the map from values to fact ids is
+// kept current at each step, or a lookup would find another value's facts.
 struct CutContext {
   torch::jit::Module& module;
   Graph& graph;
   std::vector<Node*> nodes;
   GraphCutFacts facts;
   std::vector<Value*> value_of_id;
+
+  void replaceValue(Value* old_value, Value* new_value) {
+    const auto it = facts.value_ids.find(old_value);
+    if (it == facts.value_ids.end()) return;
+    const int id = it->second;
+    facts.value_ids.erase(it);
+    facts.value_ids[new_value] = id;
+    value_of_id[id] = new_value;
+  }
+  void destroyNode(Node* node) {
+    for (Value* output : node->outputs()) {
+      const auto it = facts.value_ids.find(output);
+      if (it == facts.value_ids.end()) continue;
+      value_of_id[it->second] = nullptr;
+      facts.value_ids.erase(it);
+    }
+    node->destroy();
+  }
 };
 
 // Cuts one planned region out of the outer graph into a Segment: the Compute
@@ -94,7 +152,7 @@ class SegmentCutter {
     std::vector<Node*> kept;
     for (auto it = region_.rbegin(); it != region_.rend(); ++it) {
       if (moved_.count(*it) || !(*it)->hasUses()) {
-        (*it)->destroy();
+        context_.destroyNode(*it);
       } else {
         kept.insert(kept.begin(), *it);
       }
@@ -141,9 +199,32 @@ class SegmentCutter {
   }
 
   void cloneIntoSubgraph(Node* node) {
-    Node* clone = subgraph_->createClone(node, [&](Value* input) { return subgraphValue(input); });
+    Node* clone = subgraph_->createClone(node, [&](Value* input) { return importForUse(input); });
     subgraph_->insertNode(clone);
     for (size_t i = 0; i < node->outputs().size(); ++i) env_[node->output(i)] = clone->output(i);
+  }
+
+  // Each use of an outside tensor that may carry a gradient enters through a
+  // checkpoint input of its own. Then the autograd engine adds the gradients
+  // of its uses to the tensor's gradient one by one, as in the original model,
+  // instead of adding one gradient the recompute summed first: float addition
+  // does not associate, and the last bits would differ (a DenseNet feature
+  // read by several concatenations inside a segment and one after it).
+  Value* importForUse(Value* outer) {
+    if (moved_.count(outer->node())) return env_.at(outer);
+    const int id = valueId(outer);
+    const ValueEntry entry = id >= 0 ? context_.facts.values[id].entry : ValueEntry::Input;
+    if (entry == ValueEntry::Clone) {
+      Node* producer = outer->node();
+      Node* clone = subgraph_->createClone(producer, [&](Value* input) { return importForUse(input); });
+      subgraph_->insertNode(clone);
+      return clone->output(outer->offset());
+    }
+    const bool replayed = std::find(boundary_.replayed_inputs.begin(), boundary_.replayed_inputs.end(), id) !=
+                          boundary_.replayed_inputs.end();
+    const bool may_need_grad = id < 0 || context_.facts.values[id].requires_grad;
+    if (entry == ValueEntry::Input && isTensor(outer) && may_need_grad && !replayed) return addSubgraphInput(outer, id);
+    return subgraphValue(outer);
   }
 
   Value* addSubgraphInput(Value* outer_tensor, int value_id) {
@@ -175,7 +256,16 @@ class SegmentCutter {
           return subgraph_->insert(scalarFromTensorOp(outer), {addSubgraphInput(as_tensor, id)});
         }
         // An Optional[Tensor] module attribute that holds a tensor (a conv's bias).
-        return addSubgraphInput(graph_.insertUncheckedCast(outer, c10::TensorType::get()), id);
+        if (isOptionalTensor(outer) && producer->kind() == prim::GetAttr)
+          return addSubgraphInput(graph_.insertUncheckedCast(outer, c10::TensorType::get()), id);
+        if (isOptionalTensor(outer)) {
+          const auto [flag, tensor] = splitOptional(graph_, outer);
+          Value* inner_flag =
+              subgraph_->insert(aten::Bool, {addSubgraphInput(graph_.insert(prim::NumToTensor, {flag}), id)});
+          Value* inner_tensor = addSubgraphInput(tensor, id);
+          return joinOptional(*subgraph_, inner_flag, inner_tensor);
+        }
+        break;
       case ValueEntry::Clone: {
         Node* clone = subgraph_->createClone(producer, [&](Value* input) { return subgraphValue(input); });
         subgraph_->insertNode(clone);
@@ -203,7 +293,13 @@ class SegmentCutter {
     for (int id : boundary_.outputs) {
       Value* value = context_.value_of_id[id];
       Value* inner = env_.at(value);
-      subgraph_->registerOutput(isTensor(value) ? inner : subgraph_->insert(prim::NumToTensor, {inner}));
+      if (isOptionalTensor(value)) {
+        const auto [flag, tensor] = splitOptional(*subgraph_, inner);
+        subgraph_->registerOutput(subgraph_->insert(prim::NumToTensor, {flag}));
+        subgraph_->registerOutput(tensor);
+      } else {
+        subgraph_->registerOutput(isTensor(value) ? inner : subgraph_->insert(prim::NumToTensor, {inner}));
+      }
       outputs.push_back(value);
     }
     if (outputs.empty()) {
@@ -226,6 +322,15 @@ class SegmentCutter {
 
   // The subgraph carries no shapes: a Segment must work for any input shape the outer graph accepts.
   c10::intrusive_ptr<Segment> createSegment() {
+    // The engine adds the gradients a checkpoint returns in input order; uses
+    // were added in forward order, and the original backward reaches the
+    // later use first.
+    const size_t count = outer_inputs_.size();
+    std::vector<size_t> reversed(count);
+    for (size_t i = 0; i < count; ++i) reversed[i] = count - 1 - i;
+    subgraph_->block()->permuteInputs(reversed);
+    std::reverse(outer_inputs_.begin(), outer_inputs_.end());
+    std::reverse(outer_input_ids_.begin(), outer_input_ids_.end());
     auto erase_shape = [](Value* value) {
       if (value->type()->kind() == c10::TypeKind::TensorType) value->setType(c10::TensorType::get());
     };
@@ -233,7 +338,7 @@ class SegmentCutter {
     for (Node* node : subgraph_->nodes()) {
       for (Value* output : node->outputs()) erase_shape(output);
     }
-    return c10::make_intrusive<Segment>(subgraph_->toString(/*print_source_locations=*/false), replayedInputIndices());
+    return c10::make_intrusive<Segment>(Segment::serializeGraph(*subgraph_), replayedInputIndices());
   }
 
   void installCall(const c10::intrusive_ptr<Segment>& segment, const std::vector<Value*>& outputs) {
@@ -249,15 +354,22 @@ class SegmentCutter {
     Node* call = graph_.insertNode(graph_.create(c10::Symbol::fromQualString(kCheckpointOpName),
                                                  {segment_value, input_list->output()}, 1));
     call->output()->setType(c10::ListType::ofTensors());
-    Node* unpack = graph_.insertNode(graph_.createListUnpack(call->output(), outputs.size()));
+    size_t slots = 0;
+    for (Value* output : outputs) slots += isOptionalTensor(output) ? 2 : 1;
+    Node* unpack = graph_.insertNode(graph_.createListUnpack(call->output(), slots));
+    size_t slot = 0;
     for (size_t i = 0; i < outputs.size(); ++i) {
-      Value* replacement = unpack->output(i);
-      if (isTensor(outputs[i])) {
+      Value* replacement = unpack->output(slot++);
+      if (isOptionalTensor(outputs[i])) {
+        Value* flag = graph_.insert(aten::Bool, {replacement});
+        replacement = joinOptional(graph_, flag, unpack->output(slot++));
+      } else if (isTensor(outputs[i])) {
         replacement->setType(outputs[i]->type());
       } else {
         replacement = graph_.insert(scalarFromTensorOp(outputs[i]), {replacement});
       }
       outputs[i]->replaceAllUsesWith(replacement);
+      context_.replaceValue(outputs[i], replacement);
     }
   }
 

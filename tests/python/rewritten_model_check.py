@@ -27,12 +27,23 @@ def make_input(spec):
     return torch.randint(low, high, shape, dtype=dtype)
 
 
+def tensors_in(value):
+    """Every tensor of a model output, depth first, as acprof's loss takes them."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [t for element in value for t in tensors_in(element)]
+    return []
+
+
 def train_step(path, inputs):
     module = torch.jit.load(path)
     module.train()
     torch.manual_seed(1)
     output = module(*inputs)
-    tensors = [output] if isinstance(output, torch.Tensor) else [t for t in output if isinstance(t, torch.Tensor)]
+    tensors = tensors_in(output)
     sum(t.float().mean() for t in tensors if t.is_floating_point()).backward()
     grads = {name: p.grad for name, p in module.named_parameters()}
     buffers = {name: b for name, b in module.named_buffers()}

@@ -40,49 +40,84 @@ std::string CutRules::describeNode(int node) const {
   return fmt::format("node {} ({}{})", node, n.kind, n.scope.empty() ? "" : " in " + n.scope);
 }
 
-std::string CutRules::problem(int first, int last) const {
-  const int node_count = static_cast<int>(nodes_.size());
-  if (first < 0 || last < first || last >= node_count)
-    return fmt::format("[range] [{}, {}] is not a range of the graph's {} nodes", first, last, node_count);
+CutRules::Violation CutRules::firstViolation(int first, int last) const {
   if (barrier_before_[last + 1] != barrier_before_[first]) {
     for (int n = first; n <= last; ++n)
-      if (nodes_[n].role == CutRole::Barrier)
-        return fmt::format("[barrier] {} cannot be recomputed: {}", describeNode(n), nodes_[n].barrier_reason);
+      if (nodes_[n].role == CutRole::Barrier) return {"barrier", n, -1};
   }
-  if (compute_before_[last + 1] == compute_before_[first])
-    return fmt::format("[no-computation] [{}, {}] holds only constants, attribute reads and list/tuple constructs",
-                       first, last);
+  if (compute_before_[last + 1] == compute_before_[first]) return {"no-computation", -1, -1};
   for (int n = first; n <= last; ++n) {
     const ForwardNode& node = nodes_[n];
     if (node.role != CutRole::Compute) continue;
     for (int v : node.reads) {
       if (madeInside(v, first, last)) continue;
-      const GraphValue& value = values_[v];
-      if (value.entry == ValueEntry::Blocked)
-        return fmt::format("[input-type] {} reads %{} of type {}, made before the range, which cannot be passed into "
-                           "a checkpoint",
-                           describeNode(n), value.name, value.type);
-      if (last_writer_[v] > last)
-        return fmt::format("[input-written-later] {} reads %{}, which {} writes in place after the range; the "
-                           "recompute would read the changed values",
-                           describeNode(n), value.name, describeNode(last_writer_[v]));
+      if (values_[v].entry == ValueEntry::Blocked) return {"input-type", n, v};
+      if (last_writer_[v] > last) return {"input-written-later", n, v};
     }
     for (int v : node.writes) {
       if (madeInside(v, first, last)) continue;
-      const GraphValue& value = values_[v];
-      if (!value.is_tensor || value.requires_grad)
-        return fmt::format("[write-outside] {} writes in place to %{} ({}{}), made before the range; its recompute "
-                           "would write it twice and lose the write's gradient",
-                           describeNode(n), value.name, value.type, value.requires_grad ? ", requires grad" : "");
+      if (!values_[v].is_tensor || values_[v].requires_grad) return {"write-outside", n, v};
     }
-    for (int v : outputs_of_node_[n]) {
-      if (last_reader_[v] > last && !values_[v].can_leave)
-        return fmt::format("[output-type] {} makes %{} of type {}, which is read after the range but cannot be "
-                           "returned from a checkpoint",
-                           describeNode(n), values_[v].name, values_[v].type);
+    for (int v : outputs_of_node_[n])
+      if (last_reader_[v] > last && !values_[v].can_leave) return {"output-type", n, v};
+  }
+  return {};
+}
+
+std::string CutRules::explain(const Violation& violation, int first, int last) const {
+  const std::string rule = violation.rule;
+  const GraphValue* value = violation.value >= 0 ? &values_[violation.value] : nullptr;
+  if (rule == "barrier")
+    return fmt::format("[barrier] {} cannot be recomputed: {}", describeNode(violation.node),
+                       nodes_[violation.node].barrier_reason);
+  if (rule == "no-computation")
+    return fmt::format("[no-computation] [{}, {}] holds only constants, attribute reads and list/tuple constructs",
+                       first, last);
+  if (rule == "input-type")
+    return fmt::format("[input-type] {} reads %{} of type {}, made before the range, which cannot be passed into a "
+                       "checkpoint",
+                       describeNode(violation.node), value->name, value->type);
+  if (rule == "input-written-later")
+    return fmt::format("[input-written-later] {} reads %{}, which {} writes in place after the range; the "
+                       "recompute would read the changed values",
+                       describeNode(violation.node), value->name, describeNode(last_writer_[violation.value]));
+  if (rule == "write-outside")
+    return fmt::format("[write-outside] {} writes in place to %{} ({}{}), made before the range; its recompute "
+                       "would write it twice and lose the write's gradient",
+                       describeNode(violation.node), value->name, value->type,
+                       value->requires_grad ? ", requires grad" : "");
+  return fmt::format("[output-type] {} makes %{} of type {}, which is read after the range but cannot be returned "
+                     "from a checkpoint",
+                     describeNode(violation.node), value->name, value->type);
+}
+
+std::string CutRules::problem(int first, int last) const {
+  const int node_count = static_cast<int>(nodes_.size());
+  if (first < 0 || last < first || last >= node_count)
+    return fmt::format("[range] [{}, {}] is not a range of the graph's {} nodes", first, last, node_count);
+  const Violation violation = firstViolation(first, last);
+  return violation.rule ? explain(violation, first, last) : "";
+}
+
+bool CutRules::grownToLegal(int& first, int& last, int max_nodes) const {
+  const int node_count = static_cast<int>(nodes_.size());
+  if (first < 0 || last < first || last >= node_count) return false;
+  while (last - first + 1 <= max_nodes) {
+    const Violation violation = firstViolation(first, last);
+    if (!violation.rule) return true;
+    const std::string rule = violation.rule;
+    const int producer = violation.value >= 0 ? values_[violation.value].producer_node : -1;
+    if ((rule == "input-type" || rule == "write-outside") && producer >= 0 && producer < first) {
+      first = producer;
+    } else if (rule == "output-type" && last_reader_[violation.value] < node_count) {
+      last = last_reader_[violation.value];
+    } else if (rule == "input-written-later") {
+      last = last_writer_[violation.value];
+    } else {
+      return false;
     }
   }
-  return "";
+  return false;
 }
 
 SegmentBoundary CutRules::boundary(int first, int last) const {

@@ -1,7 +1,9 @@
 #include "acprof/profile_format.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -461,9 +463,36 @@ std::string readWholeFile(const std::string& path) {
 
 Profile readProfileFile(const std::string& path) { return profileFromJson(readWholeFile(path), path); }
 
+namespace {
+
+// An output that exists and is not a regular file (a pipe, a terminal,
+// /dev/stdout, a device) is written through, never replaced by a file.
+void writeThrough(const std::string& path, const std::string& contents) {
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  if (!out)
+    throw FormatError(fmt::format("{}: cannot open for writing ({}); choose a writable output path", path,
+                                  std::strerror(errno)));
+  const size_t written = std::fwrite(contents.data(), 1, contents.size(), out);
+  const int write_error = written == contents.size() && std::fflush(out) == 0 ? 0 : errno;
+  const int close_error = std::fclose(out) == 0 ? 0 : errno;
+  if (write_error || close_error)
+    throw FormatError(fmt::format("{}: writing failed ({}); free space or choose another output path", path,
+                                  std::strerror(write_error ? write_error : close_error)));
+}
+
+}  // namespace
+
 void writeFileAtomically(const std::string& path, const std::string& contents) {
   namespace fs = std::filesystem;
   const fs::path target(path);
+  std::error_code status_error;
+  const fs::file_status status = fs::status(target, status_error);
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    if (fs::is_directory(status))
+      throw FormatError(fmt::format("{}: is a directory; pass a file path for the output", path));
+    writeThrough(path, contents);
+    return;
+  }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir))
     throw FormatError(fmt::format("{}: the directory '{}' does not exist; create it or choose another output path",

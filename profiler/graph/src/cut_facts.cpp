@@ -25,6 +25,63 @@ bool isScalar(const Value* value) {
   return kind == c10::TypeKind::IntType || kind == c10::TypeKind::FloatType || kind == c10::TypeKind::BoolType;
 }
 
+// Crosses a checkpoint boundary as a flag and a tensor (rewriter/src/graph_surgery.cpp).
+bool isOptionalTensor(const Value* value) {
+  return !isTensor(value) && value->type()->isSubtypeOf(*c10::OptionalType::ofTensor()) &&
+         value->type()->kind() != c10::TypeKind::NoneType;
+}
+
+// Whether a value may hold prim::Uninitialized when it runs: the placeholder
+// scripted code leaves for a variable on a branch that returns early or raises.
+// Typed Tensor, such a value is read only where it was set; it cannot be a
+// checkpoint input or output. Branches are followed with what is known of
+// their condition: an early return compiles to two Ifs on the same flag, the
+// first making the result (or the placeholder), the second taking it only
+// where the first made it.
+using KnownConditions = std::vector<std::pair<const Value*, bool>>;
+
+// Adds what a known flag tells: not(x) known means x known too. False if the
+// flag is a constant that contradicts it (the path cannot run).
+bool assume(KnownConditions& known, const Value* flag, bool holds) {
+  for (const auto& [value, value_holds] : known)
+    if (value == flag) return value_holds == holds;
+  if (const auto constant = torch::jit::toIValue(flag); constant && constant->isBool())
+    return constant->toBool() == holds;
+  known.emplace_back(flag, holds);
+  if (flag->node()->kind() == aten::__not__) return assume(known, flag->node()->input(0), !holds);
+  return true;
+}
+
+bool mayBeUninitialized(const Value* value, KnownConditions& known) {
+  const Node* producer = value->node();
+  if (producer->kind() == prim::Uninitialized) return true;
+  if (producer->kind() == prim::If) {
+    for (size_t branch = 0; branch < 2; ++branch) {
+      const torch::jit::Block* block = producer->blocks()[branch];
+      KnownConditions inside = known;
+      bool possible = assume(inside, producer->input(0), branch == 0);
+      // What is known of this If's flag outputs is known of what the branch returns for them.
+      for (const auto& [flag, holds] : known)
+        if (possible && flag->node() == producer) possible = assume(inside, block->outputs()[flag->offset()], holds);
+      if (possible && mayBeUninitialized(block->outputs()[value->offset()], inside)) return true;
+    }
+    return false;
+  }
+  if (producer->kind() == prim::Loop) {
+    // The block returns its condition first; the loop's inputs are its trip count and condition first.
+    const size_t offset = value->offset();
+    const torch::jit::Block* body = producer->blocks()[0];
+    if (offset + 1 < body->outputs().size() && mayBeUninitialized(body->outputs()[offset + 1], known)) return true;
+    return offset + 2 < producer->inputs().size() && mayBeUninitialized(producer->input(offset + 2), known);
+  }
+  return false;
+}
+
+bool mayBeUninitialized(const Value* value) {
+  KnownConditions known;
+  return mayBeUninitialized(value, known);
+}
+
 bool isFiniteNumber(const c10::IValue& value) { return !value.isDouble() || std::isfinite(value.toDouble()); }
 
 // Plain values that the IR printer writes and the IR parser reads back, so a
@@ -41,13 +98,21 @@ bool isIrConstant(const c10::IValue& value) {
   return false;
 }
 
-// Side effects that re-running a node repeats harmlessly: raising the error
+// "Side effects" that re-running a node repeats harmlessly: raising the error
 // that forward would have raised (forward did not, so the recompute will not),
-// and printing or warning again. Everything else (setting a module attribute,
-// entering a context, calling out) changes state that a recompute must not touch.
+// printing or warning again, and reading the grad or autocast mode, which the
+// checkpoint reproduces (its forward runs in the caller's grad mode, its
+// recompute under the forward's autocast state). LibTorch marks these with its
+// conservative alias analysis like real effects, so the IR cannot tell them
+// apart; everything else (setting a module attribute, entering a context,
+// calling out) changes state that a recompute must not touch.
 bool isReplayableEffect(const Node* node) {
+  static const c10::Symbol kModeQueries[] = {c10::Symbol::fromQualString("aten::is_grad_enabled"),
+                                             c10::Symbol::fromQualString("aten::is_autocast_enabled"),
+                                             c10::Symbol::fromQualString("aten::is_autocast_cpu_enabled")};
   const auto kind = node->kind();
-  return kind == prim::RaiseException || kind == aten::warn || kind == prim::Print;
+  if (kind == prim::RaiseException || kind == aten::warn || kind == prim::Print) return true;
+  return std::find(std::begin(kModeQueries), std::end(kModeQueries), kind) != std::end(kModeQueries);
 }
 
 // Why a node (or a node in its blocks) cannot be recomputed, or "".
@@ -124,7 +189,7 @@ class FactsBuilder {
     v.producer_node = producer;
     v.type = value->type()->repr_str();
     v.is_tensor = isTensor(value);
-    v.can_leave = v.is_tensor || isScalar(value);
+    v.can_leave = (v.is_tensor || isScalar(value) || isOptionalTensor(value)) && !mayBeUninitialized(value);
     facts_.value_ids[value] = v.id;
     graph_values_.push_back(value);
     facts_.values.push_back(std::move(v));
@@ -222,7 +287,8 @@ class FactsBuilder {
       return ValueEntry::Clone;
     }
     if (producer && producer->kind() == prim::GetAttr) return attributeEntry(value);
-    if (v.is_tensor || isScalar(value)) return ValueEntry::Input;
+    if (mayBeUninitialized(value)) return ValueEntry::Blocked;
+    if (v.is_tensor || isScalar(value) || isOptionalTensor(value)) return ValueEntry::Input;
     if (value->type()->kind() == c10::TypeKind::NoneType) return ValueEntry::Constant;
     if (producer && facts_.nodes[v.producer_node].role == CutRole::Duplicable) return ValueEntry::Clone;
     return ValueEntry::Blocked;
@@ -243,17 +309,17 @@ class FactsBuilder {
   }
 
   // A module attribute: what the module holds decides (a conv's Optional bias
-  // holds a tensor or None); plain attributes that the graph never assigns are
-  // constants of the module.
+  // holds a tensor or None). Numbers and flags enter with the value they have
+  // when read: `training` is one, and model.eval() changes it from outside the
+  // graph. Lists and strings that the graph never assigns (a window size, a
+  // padding mode) are constants of the model.
   ValueEntry attributeEntry(const Value* value) const {
     const auto attribute = attributeRead(value, module_);
     if (!attribute) return isTensor(value) ? ValueEntry::Input : ValueEntry::Blocked;
     const c10::IValue held = attribute->value();
-    if (held.isTensor()) return ValueEntry::Input;
+    if (held.isTensor() || isScalar(value)) return ValueEntry::Input;
     if (held.isNone()) return ValueEntry::Constant;
     if (isIrConstant(held) && !assigned_attributes_.count(attribute->name)) return ValueEntry::Constant;
-    // A number the graph assigns enters with the value it has when read.
-    if (isScalar(value)) return ValueEntry::Input;
     return ValueEntry::Blocked;
   }
 

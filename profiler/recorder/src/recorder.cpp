@@ -154,8 +154,24 @@ class IterationRunner {
     clearGradients(module_);
     at::manual_seed(seed_);
     IterationOutcome outcome;
-    session_.beginIteration();
+    // The model's output and the loss are freed after the record closes, as a
+    // training loop drops them after the step: they are outputs, not activations.
     c10::IValue output;
+    at::Tensor loss;
+    session_.beginIteration();
+    try {
+      runSteps(forward, outcome, output, loss);
+    } catch (...) {
+      session_.endIteration();  // an iteration that failed records nothing
+      throw;
+    }
+    outcome.record = session_.endIteration();
+    return outcome;
+  }
+
+ private:
+  void runSteps(const std::function<c10::IValue()>& forward, IterationOutcome& outcome, c10::IValue& output,
+                at::Tensor& loss) {
     // Forward and the loss run under autocast, as `with torch.autocast(...)` around them would.
     std::optional<AutocastScope> autocast;
     if (!run_.autocast.empty()) autocast.emplace(run_.autocast, module_device_type_);
@@ -164,7 +180,6 @@ class IterationRunner {
     } catch (const RecordError&) {
       throw;
     } catch (const std::exception& e) {  // c10::Error, or the interpreter's own error types
-      session_.endIteration();
       std::string specs;
       for (const InputSpec& s : run_.input_specs) specs += (specs.empty() ? "" : " ") + s.text;
       throw RecordError(fmt::format("the inputs {} do not fit the model: {}; pass the shapes forward expects with "
@@ -173,12 +188,10 @@ class IterationRunner {
     }
     session_.beginStep(Phase::Loss, -1, "loss");
     outcome.resolved_loss = resolveLossKind(output, run_.loss_kind);
-    const at::Tensor loss = computeLoss(output, outcome.resolved_loss, run_.target);
+    loss = computeLoss(output, outcome.resolved_loss, run_.target);
     autocast.reset();
-    if (!loss.requires_grad()) {
-      session_.endIteration();
+    if (!loss.requires_grad())
       throw RecordError("the loss does not require grad: the model has no trainable parameters on this path");
-    }
     session_.beginStep(Phase::Backward, -1, "autograd.engine");
     loss.backward();
     if (optimizer_.kind() != "none") {
@@ -191,8 +204,6 @@ class IterationRunner {
     std::vector<at::Tensor> outputs = tensorsIn(output);
     outputs.push_back(loss);
     outcome.output_ptrs = storagePtrs(outputs);
-    outcome.record = session_.endIteration();
-    return outcome;  // output and loss are freed after the record closes
   }
 
  private:
@@ -461,13 +472,21 @@ Profile recordProfile(const RecordOptions& options) {
       };
       const int runs = options.executor_optimize ? 1 : 2;
       IterationRecord last;
-      for (int i = 0; i < runs; ++i) last = runner.runOnce(plain).record;
+      try {
+        for (int i = 0; i < runs; ++i) last = runner.runOnce(plain).record;
+      } catch (const std::exception& e) {
+        // Only a comparison: the profile stands without it (e.g. TorchScript's
+        // autodiff under autocast fails where eager autograd does not).
+        progress("executor optimization " + std::string(options.executor_optimize ? "off" : "on") +
+                 " could not run one iteration: " + oneLineTorchError(e));
+        last = IterationRecord{};
+      }
       int64_t static_bytes = 0;
       for (const StaticStorage& s : statics) static_bytes += s.bytes;
       int64_t start_total = last.events.empty() ? 0 : last.events[0].allocator_total - last.events[0].delta_bytes;
       int64_t max_total = start_total;
       for (const AllocationEvent& e : last.events) max_total = std::max(max_total, e.allocator_total);
-      other_mode_peak_bytes = static_bytes + (max_total - start_total);
+      if (!last.events.empty()) other_mode_peak_bytes = static_bytes + (max_total - start_total);
     }
   }
   const IterationRecord& record = measured.front().record;

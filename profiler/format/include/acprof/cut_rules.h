@@ -50,6 +50,13 @@ class CutRules {
   // naming the node (id, kind, scope) or value that breaks the rule.
   std::string problem(int first_node, int last_node) const;
 
+  // The smallest range around [first, last] that the rules accept, found by
+  // growing over what blocks it: back to the producer of a value that cannot
+  // enter, forward to the last reader of a value that cannot leave or to the
+  // node that writes an input later. Returns false if it reaches a barrier,
+  // the graph's inputs or outputs, or `max_nodes` nodes.
+  bool grownToLegal(int& first_node, int& last_node, int max_nodes) const;
+
   // The boundary of a range (meaningful when problem() is "").
   SegmentBoundary boundary(int first_node, int last_node) const;
 
@@ -61,6 +68,15 @@ class CutRules {
 
  private:
   std::string describeNode(int node) const;
+
+  // The first rule a range breaks, with what it names; rule == nullptr if none.
+  struct Violation {
+    const char* rule = nullptr;
+    int node = -1;   // the node that breaks it
+    int value = -1;  // the value it is about
+  };
+  Violation firstViolation(int first_node, int last_node) const;
+  std::string explain(const Violation& violation, int first_node, int last_node) const;
 
   const std::vector<ForwardNode>& nodes_;
   const std::vector<GraphValue>& values_;

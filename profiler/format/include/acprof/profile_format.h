@@ -209,6 +209,8 @@ std::string profileToJson(const Profile& profile);
 Profile profileFromJson(const std::string& json_text, const std::string& source_name);
 Profile readProfileFile(const std::string& path);
 // Written whole or not at all: a temp file beside the target, then rename.
+// An existing output that is not a regular file (a pipe, /dev/stdout, a
+// device) is written through instead, never replaced; a failed write throws.
 void writeProfileFile(const Profile& profile, const std::string& path);
 
 // Shared by the format writers (plan.json, HTML, traces).

@@ -5,7 +5,8 @@
 // The graph is module.forward with every call inlined and every loop whose trip
 // count is a constant unrolled: a scripted `for _ in range(3): x = block(x)`
 // becomes three copies of the block's nodes, so the planner sees (and may cut
-// between) each iteration's activations. Top-level nodes are numbered in order;
+// between) each iteration's activations. Attribute reads inside branches move
+// before their branch (see forward_graph.cpp). Top-level nodes are numbered in order;
 // prim::If and the loops that remain are single nodes whose blocks run inside.
 #pragma once
 
