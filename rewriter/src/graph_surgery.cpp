@@ -25,14 +25,6 @@ using torch::jit::Value;
 namespace prim = torch::jit::prim;
 namespace aten = torch::jit::aten;
 
-bool isTensor(const Value* value) { return value->type()->isSubtypeOf(*c10::TensorType::get()); }
-
-// Scalars travel through the Tensor[] list as 0-dim tensors.
-bool isScalar(const Value* value) {
-  const auto kind = value->type()->kind();
-  return kind == c10::TypeKind::IntType || kind == c10::TypeKind::FloatType || kind == c10::TypeKind::BoolType;
-}
-
 
 c10::Symbol scalarFromTensorOp(const Value* value) {
   switch (value->type()->kind()) {
@@ -40,10 +32,6 @@ c10::Symbol scalarFromTensorOp(const Value* value) {
     case c10::TypeKind::FloatType: return aten::Float;
     default: return aten::Bool;
   }
-}
-
-bool isOptionalTensor(const Value* value) {
-  return !isTensor(value) && value->type()->isSubtypeOf(*c10::OptionalType::ofTensor());
 }
 
 // An Optional[Tensor] crosses a checkpoint's Tensor[] boundary as a flag (is

@@ -18,18 +18,6 @@ using torch::jit::Value;
 namespace prim = torch::jit::prim;
 namespace aten = torch::jit::aten;
 
-bool isTensor(const Value* value) { return value->type()->isSubtypeOf(*c10::TensorType::get()); }
-
-bool isScalar(const Value* value) {
-  const auto kind = value->type()->kind();
-  return kind == c10::TypeKind::IntType || kind == c10::TypeKind::FloatType || kind == c10::TypeKind::BoolType;
-}
-
-// Crosses a checkpoint boundary as a flag and a tensor (rewriter/src/graph_surgery.cpp).
-bool isOptionalTensor(const Value* value) {
-  return !isTensor(value) && value->type()->isSubtypeOf(*c10::OptionalType::ofTensor()) &&
-         value->type()->kind() != c10::TypeKind::NoneType;
-}
 
 // Whether a value may hold prim::Uninitialized when it runs: the placeholder
 // scripted code leaves for a variable on a branch that returns early or raises.
@@ -387,6 +375,18 @@ class FactsBuilder {
 };
 
 }  // namespace
+
+bool isTensor(const Value* value) { return value->type()->isSubtypeOf(*c10::TensorType::get()); }
+
+bool isScalar(const Value* value) {
+  const auto kind = value->type()->kind();
+  return kind == c10::TypeKind::IntType || kind == c10::TypeKind::FloatType || kind == c10::TypeKind::BoolType;
+}
+
+bool isOptionalTensor(const Value* value) {
+  return !isTensor(value) && value->type()->isSubtypeOf(*c10::OptionalType::ofTensor()) &&
+         value->type()->kind() != c10::TypeKind::NoneType;
+}
 
 std::optional<AttributeRef> attributeRead(const Value* value, const torch::jit::Module& module) {
   const Node* node = value->node();

@@ -33,6 +33,12 @@ struct GraphCutFacts {
 // `graph` is inlinedForwardGraph(module); node ids are its topLevelNodes() indices.
 GraphCutFacts describeCutFacts(const torch::jit::Module& module, const std::shared_ptr<torch::jit::Graph>& graph);
 
+// The kinds of value that cross a checkpoint boundary: tensors, numbers (as
+// 0-dim tensors) and Optional[Tensor] (as a flag and a tensor).
+bool isTensor(const torch::jit::Value* value);
+bool isScalar(const torch::jit::Value* value);  // int, float or bool
+bool isOptionalTensor(const torch::jit::Value* value);
+
 // The module attribute that a chain of prim::GetAttr from the graph's self reads.
 struct AttributeRef {
   c10::intrusive_ptr<c10::ivalue::Object> owner;
