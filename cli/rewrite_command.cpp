@@ -23,6 +23,7 @@ struct RewriteArgs {
   std::string output;
   bool no_verify = false;
   std::string report_dir;
+  int time_rounds = 5;
 };
 
 // A .json argument is the plan, anything else the model.
@@ -46,6 +47,16 @@ std::string verificationLine(const VerificationResult& v) {
   }
   return fmt::format("verified within tolerance: max abs diff loss {:.3g}, gradients {:.3g}, buffers {:.3g}",
                      v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff);
+}
+
+// The plan's extra time against the one measured: both as shares of the
+// original step, so that a slower or faster machine state cancels out.
+std::string timeLine(const Plan& plan, const StepTimes& times) {
+  const double predicted = plan.baseline_iteration_time_us > 0 ? 100.0 * plan.extra_time_us / plan.baseline_iteration_time_us : 0;
+  const double measured = 100.0 * (times.rewritten_us - times.original_us) / times.original_us;
+  return fmt::format("time: step before {:.1f} ms, after {:.1f} ms ({:+.1f}%), predicted {:+.1f}% (medians of {} "
+                     "alternated steps)",
+                     times.original_us / 1000, times.rewritten_us / 1000, measured, predicted, times.rounds);
 }
 
 std::string peakLine(const Plan& plan, const Profile& before, const Profile& after) {
@@ -98,6 +109,12 @@ void runRewrite(const RewriteArgs& args) {
   writeProfileFile(after, after_path);
   writeFileAtomically(html_path, renderComparisonHtml(before, after, &plan));
   std::cout << peakLine(plan, before, after) << "\n";
+  if (args.time_rounds > 0) {
+    if (options.progress) options.progress("timing both models");
+    std::cout << timeLine(plan, timeRewrite(result.model_path, result.output_path, stepConfigOfProfile(before.meta),
+                                            args.time_rounds))
+              << "\n";
+  }
   std::cout << fmt::format("wrote {}, {}, {}\n", before_path, after_path, html_path);
 }
 
@@ -111,6 +128,9 @@ void addRewriteCommand(CLI::App& app) {
       ->expected(0, 2);
   command->add_option("-o,--output", args->output, "rewritten model (default: <model>.ckpt.pt beside the model)");
   command->add_flag("--no-verify", args->no_verify, "skip the training-step comparison with the original");
+  command->add_option("--time-rounds", args->time_rounds,
+                      "training steps of each model timed, alternated, for the extra-time line (default 5; 0: skip)")
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--report-dir", args->report_dir,
                       "where profile.before.json, profile.after.json and report.html go (default: the output's directory)");
   command->callback([args] { runRewrite(*args); });

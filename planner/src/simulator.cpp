@@ -137,10 +137,13 @@ SimulationResult Simulator::simulate(const RecomputeDecision& decision) const {
     result.timeline.push_back(
         TimelinePoint{s, false, *std::max_element(live.begin() + first, live.begin() + last + 1)});
   }
+  // The recompute costs the segment's forward again; the checkpoint's own
+  // forward, recording no history, saves the rest of it.
+  const double ratio = index.profile.meta.forward_without_grad_ratio;
   for (const SegmentTiming& timing : layout.timings())
     if (timing.has_backward)
       for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
-        result.extra_time_us += index.profile.nodes[n].forward_time_us;
+        result.extra_time_us += ratio * index.profile.nodes[n].forward_time_us;
   return result;
 }
 

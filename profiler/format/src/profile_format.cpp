@@ -67,7 +67,8 @@ json metaToJson(const ProfileMeta& m) {
               {"measured_iters", m.measured_iters},
               {"allocator_bytes_at_start", m.allocator_bytes_at_start},
               {"other_executor_mode_peak_bytes", m.other_executor_mode_peak_bytes},
-              {"checkpoint_rng_state_bytes", m.checkpoint_rng_state_bytes}};
+              {"checkpoint_rng_state_bytes", m.checkpoint_rng_state_bytes},
+              {"forward_without_grad_ratio", m.forward_without_grad_ratio}};
 }
 
 ProfileMeta metaFromJson(const json& j, const std::string& where) {
@@ -89,6 +90,7 @@ ProfileMeta metaFromJson(const json& j, const std::string& where) {
   m.allocator_bytes_at_start = field<int64_t>(j, "allocator_bytes_at_start", where);
   m.other_executor_mode_peak_bytes = field<int64_t>(j, "other_executor_mode_peak_bytes", where);
   m.checkpoint_rng_state_bytes = field<int64_t>(j, "checkpoint_rng_state_bytes", where);
+  m.forward_without_grad_ratio = field<double>(j, "forward_without_grad_ratio", where);
   return m;
 }
 

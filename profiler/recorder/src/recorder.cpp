@@ -225,6 +225,27 @@ int64_t checkpointRngStateBytes(c10::DeviceType device_type) {
   return static_cast<int64_t>(generator.get_state().nbytes());
 }
 
+double median(std::vector<double> values);
+
+// Wall-clock forward step times include the marker and observer probes around
+// each node; the plain forward of the same mode does not. The difference,
+// spread evenly over the forward steps, is taken out of each (never below 0),
+// so that a segment's recompute time is the time its ops take.
+void removeProbeCost(const IterationRecord& record, double plain_forward_us, std::vector<double>& step_time_us) {
+  double instrumented_us = 0;
+  int forward_steps = 0;
+  for (size_t s = 0; s < record.steps.size(); ++s) {
+    if (record.steps[s].phase != Phase::Forward || record.steps[s].node < 0) continue;
+    instrumented_us += step_time_us[s];
+    ++forward_steps;
+  }
+  if (forward_steps == 0 || plain_forward_us >= instrumented_us) return;
+  const double probe_us = (instrumented_us - plain_forward_us) / forward_steps;
+  for (size_t s = 0; s < record.steps.size(); ++s)
+    if (record.steps[s].phase == Phase::Forward && record.steps[s].node >= 0)
+      step_time_us[s] = std::max(0.0, step_time_us[s] - probe_us);
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -442,6 +463,7 @@ Profile recordProfile(const RecordOptions& options) {
 
   std::vector<IterationOutcome> measured;
   std::vector<StaticStorage> statics;
+  std::vector<double> plain_forward_us, no_grad_forward_us;
   int64_t other_mode_peak_bytes = -1;
   {
     RecordingSession session(device_type);
@@ -460,6 +482,24 @@ Profile recordProfile(const RecordOptions& options) {
       }
       IterationOutcome outcome = runner.runOnce(instrumented);
       if (is_measured) measured.push_back(std::move(outcome));
+    }
+    // Plain forwards (no probes) in the same mode: the probes' cost, which the
+    // forward step times then do not carry (on small ops it rivals the op).
+    // And plain forwards without grad: what a checkpoint's own forward, which
+    // records no autograd history, costs relative to the original's.
+    auto timedForward = [&](std::vector<double>& times_us) {
+      std::vector<c10::IValue> stack(run.inputs.begin(), run.inputs.end());
+      std::optional<AutocastScope> autocast;
+      if (!run.autocast.empty()) autocast.emplace(run.autocast, device_type);
+      const int64_t start_ns = nowNs();
+      c10::IValue output = module.forward(stack);
+      times_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
+      return output;
+    };
+    for (int i = 0; i < options.measured_iters; ++i) {
+      runner.runOnce([&] { return timedForward(plain_forward_us); });
+      const at::NoGradGuard no_grad;
+      timedForward(no_grad_forward_us);
     }
     if (options.measure_other_executor_mode) {
       // One plain iteration under the other mode tells the user whether it would
@@ -505,6 +545,10 @@ Profile recordProfile(const RecordOptions& options) {
   }
   std::vector<double> step_time_us(record.steps.size());
   for (size_t s = 0; s < samples.size(); ++s) step_time_us[s] = median(samples[s]);
+  if (record.time_source == "cpu_wall") removeProbeCost(record, median(plain_forward_us), step_time_us);
+  if (median(plain_forward_us) > 0)
+    profile.meta.forward_without_grad_ratio =
+        std::min(1.0, median(no_grad_forward_us) / median(plain_forward_us));
 
   profile.event_count = static_cast<int>(record.events.size());
   for (size_t s = 0; s < record.steps.size(); ++s) {

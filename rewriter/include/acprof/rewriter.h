@@ -50,6 +50,17 @@ struct VerificationResult {
 VerificationResult verifyRewrite(const std::string& original_path, const std::string& rewritten_path,
                                  const StepConfig& config);
 
+// Median wall time of one training step (forward, loss, backward) of the
+// original and of the rewritten model, alternated in one process after one
+// warm-up step each, so that both are timed on the same machine state.
+struct StepTimes {
+  double original_us = 0;
+  double rewritten_us = 0;
+  int rounds = 0;
+};
+StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
+                      int rounds);
+
 // The training step a profile measured, for verification and re-profiling.
 StepConfig stepConfigOfProfile(const ProfileMeta& meta);
 

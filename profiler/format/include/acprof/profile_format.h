@@ -177,6 +177,10 @@ struct ProfileMeta {
   // Bytes of random-generator state a checkpoint call keeps from its forward
   // until its backward returns (and copies once more while it recomputes).
   int64_t checkpoint_rng_state_bytes = 0;
+  // Plain forward time without grad over with grad (same mode, same inputs):
+  // a checkpoint's forward records no history, so it costs this share of the
+  // original forward, and recomputing adds only this share in all.
+  double forward_without_grad_ratio = 1.0;
 };
 
 struct Profile {

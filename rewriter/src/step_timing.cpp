@@ -1,0 +1,49 @@
+// The time a rewrite costs, measured the way a user would see it: one
+// training step of each model, alternated in one process so that both see the
+// same machine, medians over several rounds after a warm-up round.
+#include <algorithm>
+#include <chrono>
+
+#include <ATen/Context.h>
+
+#include "acprof/rewriter.h"
+
+namespace acprof {
+namespace {
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// Forward, loss and backward, as the profile measured them (no optimizer step:
+// it costs the same in both models).
+double stepTimeUs(torch::jit::Module& module, const std::vector<at::Tensor>& inputs, const at::Tensor& target,
+                  const StepConfig& config) {
+  const auto start = std::chrono::steady_clock::now();
+  runTrainingStep(module, inputs, target, config);
+  if (config.device.rfind("cuda", 0) == 0) at::globalContext().lazyInitCUDA();
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
+                      int rounds) {
+  const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.device, config.seed);
+  const at::Tensor target = config.target ? makeTensor(*config.target, config.device) : at::Tensor();
+  const ExecutorModeGuard executor_mode(/*optimize=*/false);
+  torch::jit::Module original = loadModel(original_path, config.device);
+  torch::jit::Module rewritten = loadModel(rewritten_path, config.device);
+  stepTimeUs(original, inputs, target, config);  // warm-up, never measured
+  stepTimeUs(rewritten, inputs, target, config);
+  std::vector<double> original_us, rewritten_us;
+  for (int round = 0; round < rounds; ++round) {
+    original_us.push_back(stepTimeUs(original, inputs, target, config));
+    rewritten_us.push_back(stepTimeUs(rewritten, inputs, target, config));
+  }
+  return StepTimes{median(original_us), median(rewritten_us), rounds};
+}
+
+}  // namespace acprof
