@@ -2,6 +2,7 @@
 #include <iostream>
 #include <string>
 
+#include "acprof/error.h"
 #include "commands.h"
 
 namespace acprof::cli {
@@ -10,6 +11,38 @@ std::string g_command_line;
 }
 const std::string& commandLine() { return g_command_line; }
 }  // namespace acprof::cli
+
+namespace {
+
+// Exit codes (README "Exit codes"): 0 success, 1 bad input, 2 usage,
+// 3 infeasible budget, 4 verification failed, 70 internal error (sysexits' EX_SOFTWARE).
+constexpr int kBadInputExit = 1;
+constexpr int kUsageExit = 2;
+constexpr int kInfeasibleBudgetExit = 3;
+constexpr int kVerificationFailedExit = 4;
+constexpr int kInternalExit = 70;
+
+int exitCodeOf(acprof::ErrorKind kind) {
+  switch (kind) {
+    case acprof::ErrorKind::Usage: return kUsageExit;
+    case acprof::ErrorKind::BadInput: return kBadInputExit;
+    case acprof::ErrorKind::InfeasibleBudget: return kInfeasibleBudgetExit;
+    case acprof::ErrorKind::VerificationFailed: return kVerificationFailedExit;
+  }
+  return kInternalExit;
+}
+
+// One line: some LibTorch messages start with a newline or span several.
+void printError(std::string message) {
+  // For bug reports: LibTorch's whole message, backtrace included.
+  if (std::getenv("ACPROF_FULL_ERRORS")) std::cerr << message << std::endl;
+  const auto start = message.find_first_not_of(" \n\t");
+  message = start == std::string::npos ? std::string("unknown error") : message.substr(start);
+  if (const auto newline = message.find('\n'); newline != std::string::npos) message.resize(newline);
+  std::cerr << "acprof: error: " << message << std::endl;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
@@ -26,18 +59,16 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const std::exception& e) {
+    return app.exit(e) == 0 ? 0 : kUsageExit;  // --help is not an error
+  } catch (const acprof::Error& e) {
     // Libraries throw one-line errors that already name the problem and the fix.
-    // Some LibTorch messages start with a newline: print the first line that says something.
-    std::string message = e.what();
-    // For bug reports: LibTorch's whole message, backtrace included.
-    if (std::getenv("ACPROF_FULL_ERRORS")) std::cerr << message << std::endl;
-    const auto start = message.find_first_not_of(" \n\t");
-    message = start == std::string::npos ? std::string("unknown error") : message.substr(start);
-    if (const auto newline = message.find('\n'); newline != std::string::npos) message.resize(newline);
-    std::cerr << "acprof: error: " << message << std::endl;
-    return 1;
+    printError(e.what());
+    return exitCodeOf(e.kind());
+  } catch (const std::exception& e) {
+    // Anything else escaped a library that should have said what the user can
+    // do: that is acprof's bug, and the message is all there is to report.
+    printError(std::string(e.what()) + " (an internal error of acprof; please report it with the command line)");
+    return kInternalExit;
   }
   return 0;
 }

@@ -1,4 +1,5 @@
 #include "output_paths.h"
+#include "acprof/error.h"
 
 #include <unistd.h>
 
@@ -14,18 +15,18 @@ void checkOutputPath(const std::string& output, const std::vector<std::string>& 
   std::error_code error;
   for (const std::string& input : inputs) {
     if (fs::exists(input, error) && fs::exists(output, error) && fs::equivalent(input, output, error))
-      throw std::runtime_error(fmt::format("{}: the output would overwrite an input; choose another output path",
+      throw Error(ErrorKind::BadInput, fmt::format("{}: the output would overwrite an input; choose another output path",
                                            output));
   }
   if (fs::is_directory(output, error))
-    throw std::runtime_error(fmt::format("{}: is a directory; give a file path for the output", output));
+    throw Error(ErrorKind::BadInput, fmt::format("{}: is a directory; give a file path for the output", output));
   const fs::path parent = fs::path(output).has_parent_path() ? fs::path(output).parent_path() : fs::path(".");
   if (!fs::is_directory(parent, error))
-    throw std::runtime_error(fmt::format("{}: the directory '{}' does not exist; create it or choose another "
+    throw Error(ErrorKind::BadInput, fmt::format("{}: the directory '{}' does not exist; create it or choose another "
                                          "output path",
                                          output, parent.string()));
   if (::access(parent.c_str(), W_OK) != 0)
-    throw std::runtime_error(fmt::format("{}: the directory '{}' is not writable; choose another output path",
+    throw Error(ErrorKind::BadInput, fmt::format("{}: the directory '{}' is not writable; choose another output path",
                                          output, parent.string()));
 }
 

@@ -1,5 +1,6 @@
 // acprof rewrite: apply a plan to its model, verify, re-profile, report.
 #include <unistd.h>
+#include "acprof/error.h"
 
 #include <filesystem>
 #include <iostream>
@@ -31,7 +32,7 @@ void splitFileArguments(const std::vector<std::string>& files, std::string& mode
   for (const std::string& file : files) {
     std::string& slot = fs::path(file).extension() == ".json" ? plan_path : model_path;
     if (!slot.empty()) {
-      throw std::runtime_error(fmt::format("'{}' and '{}' are both {}; pass one model and one plan.json", slot, file,
+      throw Error(ErrorKind::Usage, fmt::format("'{}' and '{}' are both {}; pass one model and one plan.json", slot, file,
                                            &slot == &plan_path ? "plans" : "models"));
     }
     slot = file;

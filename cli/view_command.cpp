@@ -1,6 +1,7 @@
 // acprof view: render one profile (or a before/after pair) to an offline HTML
 // timeline, optionally with a plan, a static SVG and a Perfetto trace.
 #include <iostream>
+#include "acprof/error.h"
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -37,7 +38,7 @@ void runView(const ViewArgs& args) {
     if (output->empty()) continue;
     checkOutputPath(*output, inputs);
     if (!outputs.insert(*output).second)
-      throw std::runtime_error(fmt::format("{}: given for two outputs; choose a different path for each", *output));
+      throw Error(ErrorKind::Usage, fmt::format("{}: given for two outputs; choose a different path for each", *output));
   }
 
   std::vector<Profile> profiles;

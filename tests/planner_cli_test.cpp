@@ -55,7 +55,7 @@ TEST(PlannerCli, InfeasibleBudgetIsOneLineAndWritesNothing) {
   const std::string dir = makeScratchDir("plan-infeasible");
   writeChainProfile(dir);
   const auto result = runAcprof("plan profile.json --budget 1300 -o out.json", dir);
-  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.exit_code, 3) << "exit code 3: infeasible budget";
   EXPECT_EQ(lineCount(result.err), 1) << result.err;
   EXPECT_NE(result.err.find("acprof: error: budget 1.27 KiB"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("raise the budget to at least"), std::string::npos) << result.err;
@@ -67,6 +67,10 @@ TEST(PlannerCli, BadBudgetDamagedAndOldProfilesAreOneLineErrors) {
   const std::string profile = writeChainProfile(dir);
   auto bad_budget = runAcprof("plan --budget six", dir);
   EXPECT_EQ(bad_budget.exit_code, 1);
+  auto unknown_option = runAcprof("plan --budget 60% --no-such-option", dir);
+  EXPECT_EQ(unknown_option.exit_code, 2) << "exit code 2: usage";
+  auto unknown_solver = runAcprof("plan --budget 60% --solver magic", dir);
+  EXPECT_EQ(unknown_solver.exit_code, 2) << unknown_solver.err;
   EXPECT_EQ(lineCount(bad_budget.err), 1) << bad_budget.err;
   EXPECT_NE(bad_budget.err.find("6GB"), std::string::npos) << bad_budget.err;
 

@@ -67,7 +67,12 @@ TEST(PlannerSolver, InfeasibleBudgetNamesTheSmallestPeakAndItsFloor) {
 TEST(PlannerSolver, UnknownSolverIsAnError) {
   const Profile p = chainProfile(4, 100, {1, 1, 1, 1});
   const Simulator simulator(p);
-  EXPECT_THROW(solveRecompute(simulator, "optimal", 1000), std::invalid_argument);
+  try {
+    solveRecompute(simulator, "optimal", 1000);
+    FAIL() << "an unknown solver was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
+  }
 }
 
 // On generated networks: every solver's plan is at or below the no-recompute

@@ -62,7 +62,7 @@ TEST_F(ViewCommand, NeverOverwritesAnInput) {
 
 TEST_F(ViewCommand, RefusesOneFileForTwoOutputsAndWritesNothing) {
   const auto result = runAcprof("view --svg same.out --trace same.out", dir_);
-  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.exit_code, 2) << "exit code 2: usage";
   EXPECT_NE(result.err.find("given for two outputs"), std::string::npos) << result.err;
   EXPECT_FALSE(fs::exists(dir_ + "/timeline.html"));
   EXPECT_FALSE(fs::exists(dir_ + "/same.out"));

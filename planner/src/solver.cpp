@@ -43,7 +43,7 @@ SolverResult solveRecompute(const Simulator& simulator, const std::string& solve
   else if (solver == "none")
     result = solveNone(simulator, budget_bytes);
   else
-    throw std::invalid_argument(fmt::format("unknown solver '{}'; use mu-two, chen or none", solver));
+    throw Error(ErrorKind::Usage, fmt::format("unknown solver '{}'; use mu-two, chen or none", solver));
 
   // A plan must never make things worse than doing nothing.
   const SimulationResult baseline = simulator.simulate({});

@@ -141,7 +141,8 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
         throw RewriteError(fmt::format(
             "verification failed: the rewritten model differs from the original by up to {:.3g} (loss {:.3g}, "
             "gradients {:.3g}, buffers {:.3g}); nothing was written, please report this with the plan",
-            worst, v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff));
+            worst, v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff),
+            ErrorKind::VerificationFailed);
       }
     }
     fs::rename(temp_path, result.output_path);

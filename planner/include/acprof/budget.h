@@ -12,11 +12,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "acprof/error.h"
+
 namespace acprof {
 
-class BudgetError : public std::invalid_argument {
+class BudgetError : public Error {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit BudgetError(const std::string& message) : Error(ErrorKind::BadInput, message) {}
 };
 
 // Bytes of a budget; `profiled_peak_bytes` resolves percentages. Throws BudgetError.

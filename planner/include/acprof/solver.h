@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "acprof/error.h"
 #include "acprof/simulator.h"
 
 namespace acprof {
@@ -43,10 +44,10 @@ const std::vector<std::string>& solverNames();  // mu-two, chen, none
 
 // The budget cannot be met: the message names the smallest peak the solver
 // reached, what it is made of, and the budget to ask for instead.
-class InfeasibleBudget : public std::runtime_error {
+class InfeasibleBudget : public Error {
  public:
   InfeasibleBudget(const std::string& message, int64_t smallest_peak_bytes)
-      : std::runtime_error(message), smallest_peak_bytes(smallest_peak_bytes) {}
+      : Error(ErrorKind::InfeasibleBudget, message), smallest_peak_bytes(smallest_peak_bytes) {}
   int64_t smallest_peak_bytes;
 };
 

@@ -188,12 +188,25 @@ class IterationRunner {
     }
     session_.beginStep(Phase::Loss, -1, "loss");
     outcome.resolved_loss = resolveLossKind(output, run_.loss_kind);
-    loss = computeLoss(output, outcome.resolved_loss, run_.target);
+    try {
+      loss = computeLoss(output, outcome.resolved_loss, run_.target);
+    } catch (const RecordError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw RecordError(fmt::format("the {} loss of the model's output failed: {}; pass --loss (and --target) that "
+                                    "fit the output",
+                                    outcome.resolved_loss, oneLineTorchError(e)));
+    }
     autocast.reset();
     if (!loss.requires_grad())
       throw RecordError("the loss does not require grad: the model has no trainable parameters on this path");
     session_.beginStep(Phase::Backward, -1, "autograd.engine");
-    loss.backward();
+    try {
+      loss.backward();
+    } catch (const std::exception& e) {
+      throw RecordError(fmt::format("the model's backward failed: {}; the model does not train as exported",
+                                    oneLineTorchError(e)));
+    }
     if (optimizer_.kind() != "none") {
       session_.beginStep(Phase::Optimizer, -1, "optimizer.step");
       optimizer_.step();

@@ -20,6 +20,7 @@
 
 #include <torch/script.h>
 
+#include "acprof/error.h"
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
 #include "acprof/training_step.h"
@@ -27,9 +28,9 @@
 namespace acprof {
 
 // A problem the user can fix (wrong plan, wrong model, output path); one line.
-class RewriteError : public std::runtime_error {
+class RewriteError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RewriteError(const std::string& message, ErrorKind kind = ErrorKind::BadInput) : Error(kind, message) {}
 };
 
 // Loads the model at `model_path` and replaces the plan's segments with

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "acprof/error.h"
+
 namespace acprof {
 
 // Bumped whenever a field changes meaning or disappears; readers reject others.
@@ -47,9 +49,9 @@ Category categoryFromName(const std::string& name);  // throws FormatError
 Phase phaseFromName(const std::string& name);        // throws FormatError
 
 // A problem with a profile or plan file: what is wrong, where, and what to do.
-class FormatError : public std::runtime_error {
+class FormatError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit FormatError(const std::string& message) : Error(ErrorKind::BadInput, message) {}
 };
 
 // How a node may take part in a checkpoint segment, decided once from the

@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "acprof/error.h"
+
 namespace acprof {
 
-class InputSpecError : public std::runtime_error {
+class InputSpecError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit InputSpecError(const std::string& message) : Error(ErrorKind::BadInput, message) {}
 };
 
 struct InputSpec {

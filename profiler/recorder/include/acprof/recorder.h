@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "acprof/error.h"
 #include "acprof/profile_format.h"
 
 namespace acprof {
@@ -38,9 +39,9 @@ struct RecordOptions {
 
 // Thrown for problems the user can fix (bad spec, unloadable model, spec that
 // does not fit the model). The message is one line naming the problem and the fix.
-class RecordError : public std::runtime_error {
+class RecordError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RecordError(const std::string& message) : Error(ErrorKind::BadInput, message) {}
 };
 
 Profile recordProfile(const RecordOptions& options);
