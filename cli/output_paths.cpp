@@ -10,6 +10,19 @@
 
 namespace acprof::cli {
 
+void checkOutputDirectory(const std::string& directory) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path existing = fs::absolute(directory, error);
+  while (!existing.empty() && !fs::exists(existing, error)) existing = existing.parent_path();
+  if (!fs::is_directory(existing, error))
+    throw Error(ErrorKind::BadInput, fmt::format("{}: '{}' is not a directory; choose another directory", directory,
+                                                 existing.string()));
+  if (::access(existing.c_str(), W_OK) != 0)
+    throw Error(ErrorKind::BadInput, fmt::format("{}: the directory '{}' is not writable; choose another directory",
+                                                 directory, existing.string()));
+}
+
 void checkOutputPath(const std::string& output, const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
   std::error_code error;

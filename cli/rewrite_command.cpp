@@ -89,7 +89,10 @@ void runRewrite(const RewriteArgs& args) {
   const std::string html_path = (report_dir / "report.html").string();
   const std::vector<std::string> inputs = {model_path, plan_path, plan.profile_path};
   checkOutputPath(options.output_path, inputs);
-  if (has_profile) {
+  // A report directory that does not exist yet is made once there is a report to put in it.
+  const bool make_report_dir = has_profile && !fs::exists(report_dir);
+  if (make_report_dir) checkOutputDirectory(report_dir.string());
+  if (has_profile && !make_report_dir) {
     for (const std::string& path : {before_path, after_path, html_path}) checkOutputPath(path, inputs);
   }
 
@@ -106,6 +109,7 @@ void runRewrite(const RewriteArgs& args) {
   const Profile before = readProfileFile(plan.profile_path);
   if (options.progress) options.progress("re-profiling the rewritten model");
   const Profile after = profileRewrittenModel(before.meta, result.output_path, options.progress);
+  if (make_report_dir) fs::create_directories(report_dir);
   writeProfileFile(before, before_path);
   writeProfileFile(after, after_path);
   writeFileAtomically(html_path, renderComparisonHtml(before, after, &plan));

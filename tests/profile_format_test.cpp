@@ -124,7 +124,7 @@ TEST(ProfileFormat, RejectsDamagedJsonAndDanglingIndices) {
 
 TEST(ProfileFormat, AtomicWriteLeavesNoFileWhenDirectoryIsMissing) {
   const std::string path = "/nonexistent-dir-acprof/profile.json";
-  EXPECT_THROW(writeProfileFile(handMadeProfile(), path), FormatError);
+  EXPECT_THROW(writeProfileFile(handMadeProfile(), path), Error);
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
@@ -156,7 +156,7 @@ TEST(ProfileFormat, AFailedWriteThroughIsAnErrorAndTheDeviceStays) {
   const std::string full = (dir / "full").string();
   if (::mknod(full.c_str(), S_IFCHR | 0600, makedev(1, 7)) != 0)
     GTEST_SKIP() << "cannot make a device node here (needs root): " << std::strerror(errno);
-  EXPECT_THROW(writeProfileFile(handMadeProfile(), full), FormatError);
+  EXPECT_THROW(writeProfileFile(handMadeProfile(), full), Error);
   EXPECT_TRUE(std::filesystem::is_character_file(full));
   std::filesystem::remove_all(dir);
 }

@@ -3,7 +3,12 @@
 // original, fit the budget when measured, and peak where the plan predicted.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <thread>
+
+#include <signal.h>
 #include <filesystem>
 #include <fstream>
 
@@ -175,6 +180,38 @@ TEST(RewriteRefusals, InPlaceWriteThroughAViewOfAnOutsideTensor) {
       << rewritten.err;
   EXPECT_NE(rewritten.err.find("make the plan again"), std::string::npos) << rewritten.err;
   EXPECT_FALSE(fs::exists(directory / "model.ckpt.pt"));
+  if (!HasFailure()) fs::remove_all(directory);
+}
+
+// Ctrl-C while the rewrite verifies: the temporary model beside the output is
+// removed and no output appears. The temporary file's name carries the pid.
+TEST(RewriteRefusals, AnInterruptedRewriteLeavesNoFile) {
+  const fs::path directory = fs::temp_directory_path() / "acprof_interrupted_rewrite";
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / "gpt_long_traced.pt", directory / "model.pt");
+  ASSERT_EQ(runIn(directory, "profile model.pt").exit_code, 0);
+  ASSERT_EQ(runIn(directory, "plan --budget 70%").exit_code, 0);
+
+  CommandResult rewritten;
+  std::thread rewrite([&] { rewritten = runIn(directory, "rewrite --time-rounds 0"); });
+  pid_t pid = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (pid == 0 && std::chrono::steady_clock::now() < deadline) {
+    for (const auto& entry : fs::directory_iterator(directory)) {
+      const std::string name = entry.path().filename().string();
+      const auto marker = name.find(".tmp-");
+      if (name.rfind("model.ckpt.pt", 0) == 0 && marker != std::string::npos) pid = std::stoi(name.substr(marker + 5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(pid, 0) << "the rewrite never wrote its temporary model";
+  ::kill(pid, SIGINT);
+  rewrite.join();
+  EXPECT_NE(rewritten.exit_code, 0) << outputOf(rewritten);
+  for (const auto& entry : fs::directory_iterator(directory))
+    EXPECT_EQ(entry.path().filename().string().rfind("model.ckpt", 0), std::string::npos)
+        << entry.path() << " was left behind";
   if (!HasFailure()) fs::remove_all(directory);
 }
 

@@ -128,29 +128,27 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
                                    oneLine(e.what_without_backtrace())));
   }
 
-  const std::string temp_path = fmt::format("{}.tmp-{}", result.output_path, ::getpid());
-  try {
-    module.save(temp_path, storedSpecFiles(result.model_path));
-    if (config) {
-      report(options, "verifying one training step against the original");
-      result.verification = verifyRewrite(result.model_path, temp_path, *config);
-      const VerificationResult& v = *result.verification;
-      const double worst = std::max({v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff});
-      const bool accepted = options.tolerance == 0 ? v.bitwise_equal : worst <= options.tolerance;
-      if (!accepted) {
-        throw RewriteError(fmt::format(
-            "verification failed: the rewritten model differs from the original by up to {:.3g} (loss {:.3g}, "
-            "gradients {:.3g}, buffers {:.3g}); nothing was written, please report this with the plan",
-            worst, v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff),
-            ErrorKind::VerificationFailed);
-      }
+  // Removed on any error and on SIGINT/SIGTERM: an interrupted rewrite leaves nothing.
+  TemporaryFile temporary(fmt::format("{}.tmp-{}", result.output_path, ::getpid()));
+  const std::string& temp_path = temporary.path();
+  module.save(temp_path, storedSpecFiles(result.model_path));
+  if (config) {
+    report(options, "verifying one training step against the original");
+    result.verification = verifyRewrite(result.model_path, temp_path, *config);
+    const VerificationResult& v = *result.verification;
+    const double worst = std::max({v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff});
+    const bool accepted = options.tolerance == 0 ? v.bitwise_equal : worst <= options.tolerance;
+    if (!accepted) {
+      throw RewriteError(fmt::format(
+                             "verification failed: the rewritten model differs from the original by up to {:.3g} "
+                             "(loss {:.3g}, gradients {:.3g}, buffers {:.3g}); nothing was written, please report "
+                             "this with the plan",
+                             worst, v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff),
+                         ErrorKind::VerificationFailed);
     }
-    fs::rename(temp_path, result.output_path);
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(temp_path, ignored);
-    throw;
   }
+  fs::rename(temp_path, result.output_path);
+  temporary.release();
   return result;
 }
 

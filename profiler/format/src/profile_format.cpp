@@ -453,74 +453,7 @@ Profile profileFromJson(const std::string& json_text, const std::string& where) 
   return p;
 }
 
-std::string readWholeFile(const std::string& path) {
-  if (std::filesystem::is_directory(path))
-    throw FormatError(fmt::format("{}: is a directory, not a file; pass the file's path", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FormatError(fmt::format("{}: cannot open the file; check that the path exists and is readable", path));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
 Profile readProfileFile(const std::string& path) { return profileFromJson(readWholeFile(path), path); }
-
-namespace {
-
-// An output that exists and is not a regular file (a pipe, a terminal,
-// /dev/stdout, a device) is written through, never replaced by a file.
-void writeThrough(const std::string& path, const std::string& contents) {
-  std::FILE* out = std::fopen(path.c_str(), "wb");
-  if (!out)
-    throw FormatError(fmt::format("{}: cannot open for writing ({}); choose a writable output path", path,
-                                  std::strerror(errno)));
-  const size_t written = std::fwrite(contents.data(), 1, contents.size(), out);
-  const int write_error = written == contents.size() && std::fflush(out) == 0 ? 0 : errno;
-  const int close_error = std::fclose(out) == 0 ? 0 : errno;
-  if (write_error || close_error)
-    throw FormatError(fmt::format("{}: writing failed ({}); free space or choose another output path", path,
-                                  std::strerror(write_error ? write_error : close_error)));
-}
-
-}  // namespace
-
-void writeFileAtomically(const std::string& path, const std::string& contents) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code status_error;
-  const fs::file_status status = fs::status(target, status_error);
-  if (fs::exists(status) && !fs::is_regular_file(status)) {
-    if (fs::is_directory(status))
-      throw FormatError(fmt::format("{}: is a directory; pass a file path for the output", path));
-    writeThrough(path, contents);
-    return;
-  }
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir))
-    throw FormatError(fmt::format("{}: the directory '{}' does not exist; create it or choose another output path",
-                                  path, dir.string()));
-  const fs::path temp = dir / fmt::format(".{}.tmp{}", target.filename().string(), ::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw FormatError(fmt::format("{}: cannot write in '{}'; choose a writable output path", path, dir.string()));
-    out << contents;
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temp, ignored);
-      throw FormatError(fmt::format("{}: writing failed (disk full?); free space or choose another path", path));
-    }
-  }
-  std::error_code error;
-  fs::rename(temp, target, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    throw FormatError(fmt::format("{}: cannot replace the file ({}); choose a writable output path", path,
-                                  error.message()));
-  }
-}
 
 void writeProfileFile(const Profile& profile, const std::string& path) {
   writeFileAtomically(path, profileToJson(profile));

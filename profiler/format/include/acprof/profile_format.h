@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "acprof/error.h"
+#include "acprof/files.h"
 
 namespace acprof {
 
@@ -214,14 +215,9 @@ int stepOfEvent(const Profile& profile, int event);
 std::string profileToJson(const Profile& profile);
 Profile profileFromJson(const std::string& json_text, const std::string& source_name);
 Profile readProfileFile(const std::string& path);
-// Written whole or not at all: a temp file beside the target, then rename.
-// An existing output that is not a regular file (a pipe, /dev/stdout, a
-// device) is written through instead, never replaced; a failed write throws.
+// Written as acprof/files.h writes every output: whole or not at all.
 void writeProfileFile(const Profile& profile, const std::string& path);
 
-// Shared by the format writers (plan.json, HTML, traces).
-void writeFileAtomically(const std::string& path, const std::string& contents);
-std::string readWholeFile(const std::string& path);  // throws FormatError if unreadable
 
 // "1.50 GiB", "312.0 MiB", "8.0 KiB", "12 B".
 std::string formatBytes(int64_t bytes);

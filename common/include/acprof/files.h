@@ -1,0 +1,35 @@
+// Files acprof reads and writes (torch-free). Every output is written whole
+// or not at all: a temporary file beside the target, renamed into place. An
+// existing output that is not a regular file (a pipe, /dev/stdout, a device)
+// is written through instead, never replaced. A failed write throws.
+#pragma once
+
+#include <string>
+
+namespace acprof {
+
+// Throws acprof::Error (bad input) naming the path and the fix.
+std::string readWholeFile(const std::string& path);
+void writeFileAtomically(const std::string& path, const std::string& contents);
+
+// A temporary file that is removed when the scope ends unless released (it
+// was renamed into place), and also when SIGINT, SIGTERM or SIGHUP ends the
+// process while it lives: an interrupted run leaves nothing behind. The
+// signal handlers are installed on first use.
+class TemporaryFile {
+ public:
+  explicit TemporaryFile(std::string path);
+  ~TemporaryFile();
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  void release() { released_ = true; }
+
+ private:
+  std::string path_;
+  int slot_ = -1;
+  bool released_ = false;
+};
+
+}  // namespace acprof
