@@ -43,6 +43,9 @@ TEST(PlannerPlan, PlanRecordsTheDecisionAndItsPrediction) {
   EXPECT_EQ(cut.dropped_tensors, std::vector<int>{1});  // tensor 0 is the weights, 1 is a0
   EXPECT_EQ(cut.dropped_bytes, 100);
   EXPECT_DOUBLE_EQ(cut.recompute_time_us, 11);
+  // The recompute runs before the first backward step of the segment's nodes: node 1's, as the chain
+  // runs backward from its last node.
+  EXPECT_EQ(cut.recompute_step, p.nodes[1].backward_steps.front());
   EXPECT_EQ(plan.predicted_timeline.size(), p.steps.size() + 1);  // + the recompute before step 7
   // The plan survives its own format.
   EXPECT_EQ(planToJson(planFromJson(planToJson(plan), "plan.json")), planToJson(plan));

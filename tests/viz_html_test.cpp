@@ -125,7 +125,7 @@ TEST(TimelineHtml, PlanAddsBudgetPredictionSegmentHighlightsAndTheSegmentsTable)
   EXPECT_EQ(segment["dropped_bytes"], 4000);
   EXPECT_EQ(segment["first_op"], "aten::conv2d");
   EXPECT_EQ(segment["last_op"], "aten::relu");
-  EXPECT_EQ(segment["recompute_step"], 5);  // ReluBackward0, the first backward step of the segment
+  EXPECT_EQ(segment["recompute_step"], 5);  // as the plan says
   // Highlights: the segment's forward steps are events [0, 2); its recompute is step 5's events [8, 9).
   const json& highlights = data["profiles"][0]["highlights"];
   ASSERT_EQ(highlights.size(), 2u);

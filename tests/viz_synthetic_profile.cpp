@@ -123,6 +123,7 @@ Plan smallTrainingPlan(const Profile& profile) {
     if (t.name == "A") segment.dropped_tensors.push_back(t.id);
   segment.dropped_bytes = 4000;
   segment.recompute_time_us = 150;
+  segment.recompute_step = 5;  // ReluBackward0, the first backward step of the segment (the simulator's fact)
   plan.segments.push_back(segment);
   for (const Step& step : profile.steps)
     plan.predicted_timeline.push_back({step.index, false, step.peak_bytes > 4000 ? step.peak_bytes - 4000 : step.peak_bytes});

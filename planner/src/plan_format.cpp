@@ -28,6 +28,7 @@ json segmentToJson(const SegmentCut& s) {
               {"output_values", s.output_values},
               {"replayed_inputs", s.replayed_inputs},
               {"kept_state_bytes", s.kept_state_bytes},
+              {"recompute_step", s.recompute_step},
               {"dropped_tensors", s.dropped_tensors},
               {"dropped_bytes", s.dropped_bytes},
               {"recompute_time_us", s.recompute_time_us}};
@@ -41,6 +42,7 @@ SegmentCut segmentFromJson(const json& j, const std::string& where) {
   s.output_values = field<std::vector<std::string>>(j, "output_values", where);
   s.replayed_inputs = field<std::vector<std::string>>(j, "replayed_inputs", where);
   s.kept_state_bytes = field<int64_t>(j, "kept_state_bytes", where);
+  s.recompute_step = field<int>(j, "recompute_step", where);
   s.dropped_tensors = field<std::vector<int>>(j, "dropped_tensors", where);
   s.dropped_bytes = field<int64_t>(j, "dropped_bytes", where);
   s.recompute_time_us = field<double>(j, "recompute_time_us", where);

@@ -181,6 +181,7 @@ SegmentCut Simulator::describeSegment(const NodeRange& r) const {
     return cut;
   }
   cut.kept_state_bytes = timing.kept_state_bytes;
+  cut.recompute_step = timing.first_backward_step;
   for (int n = r.first_node; n <= r.last_node; ++n)
     for (const int* t = index.tensors_produced_by_node.begin(n); t != index.tensors_produced_by_node.end(n); ++t)
       if (insideRole(index, *t, timing) == InsideRole::InternalActivation) {

@@ -17,6 +17,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "acprof/checkpoint_operator.h"
 #include "ops/segment.h"
 
 namespace acprof {
@@ -24,6 +25,6 @@ namespace acprof {
 // The operator's kernel; a model reaches it through the dispatcher as acprof::checkpoint.
 std::vector<at::Tensor> checkpoint(c10::intrusive_ptr<Segment> segment, at::TensorList inputs);
 
-inline constexpr const char* kCheckpointOpName = "acprof::checkpoint";
+inline constexpr const char* kCheckpointOpName = kCheckpointOperator;
 
 }  // namespace acprof

@@ -41,11 +41,9 @@ std::vector<SegmentPlacement> placeSegments(const Profile& profile, const Plan& 
         placement.first_forward_step = earliest(placement.first_forward_step, node->forward_step);
         placement.last_forward_step = std::max(placement.last_forward_step, node->forward_step);
       }
-      for (int step : node->backward_steps) placement.recompute_step = earliest(placement.recompute_step, step);
     }
-    for (int tensor_id : segment.dropped_tensors)
-      for (const TensorRecord& t : profile.tensors)
-        if (t.id == tensor_id) placement.recompute_step = earliest(placement.recompute_step, t.first_backward_use_step);
+    // Where the recompute runs is the simulator's fact, carried by the plan.
+    placement.recompute_step = segment.recompute_step;
     placements.push_back(placement);
   }
   return placements;

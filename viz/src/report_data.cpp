@@ -1,5 +1,7 @@
 #include "report_data.h"
 
+#include "acprof/checkpoint_operator.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -214,12 +216,15 @@ json segmentHighlights(const Profile& profile, const Plan& plan, const AxisMap& 
   return highlights;
 }
 
-// The rewritten model's checkpoint calls, found by their operator name.
+// The rewritten model's checkpoint calls: steps of a forward node that calls
+// the checkpoint operator, in forward (the segment) and in backward (its
+// recompute and gradient, linked to the node by the profile).
 json checkpointHighlights(const Profile& profile, const AxisMap& axis) {
   json highlights = json::array();
   for (size_t s = 0; s < profile.steps.size(); ++s) {
     const Step& step = profile.steps[s];
-    if (step.op.find("checkpoint") == std::string::npos) continue;
+    const ForwardNode* node = profile.findNode(step.node);
+    if (!node || node->kind != kCheckpointOperator) continue;
     highlights.push_back({{"kind", step.phase == Phase::Forward ? "segment" : "recompute"},
                           {"label", step.op},
                           {"x0", roundedX(axis(step.first_event))},

@@ -25,6 +25,7 @@ struct SegmentCut {
   std::vector<std::string> output_values;    // made inside, read after last_node
   std::vector<std::string> replayed_inputs;  // inputs written in place inside, snapshotted by the checkpoint
   int64_t kept_state_bytes = 0;              // snapshots + generator state the checkpoint keeps until its backward
+  int recompute_step = -1;                   // the profile step before which the recompute runs, -1 if never
   std::vector<int> dropped_tensors;        // profile tensor ids not kept for backward
   int64_t dropped_bytes = 0;               // sum of the dropped tensors' bytes
   double recompute_time_us = 0;            // forward time of the segment's nodes
