@@ -1,0 +1,582 @@
+"""The model zoo: profile, plan and rewrite every torchvision classification model and a few
+nn.Transformer stacks, and check that acprof's predictions hold (issue 10).
+
+    scripts/zoo.sh [--only REGEX] [--limit N] [--jobs N] [--results DIR] [--acprof PATH] [--force]
+
+For each model and export mode (traced, scripted) the driver
+  1. exports it (scripts/zoo_export.py, a separate process per model);
+  2. runs `acprof profile`;
+  3. finds the floor: `acprof plan --budget 1%` fails and names the smallest peak it reached;
+  4. for the budgets 70 % and floor + 2 %: `acprof plan`, then `acprof rewrite` (verified);
+and records, per model, a JSON file in the results directory (default build/zoo/). A model whose
+result file exists is not run again unless --force. docs/zoo.md is then written from the results
+of the selected models, and the exit status is 1 if any of them broke a rule:
+  - a command failed, or the rewrite was not verified bit for bit;
+  - the measured peak is above the budget;
+  - |predicted - measured peak| / measured > 2 %.
+A budget below the floor (acprof plan refuses it) is recorded, not counted as a broken rule: it
+says what the model is made of, not that acprof is wrong.
+Progress lines go to stderr; each command's output is kept in the model's work directory.
+"""
+
+import argparse
+import concurrent.futures
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Tuple
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHON = "/usr/bin/python3"  # Debian's python, with torch and torchvision from apt
+EXPORTER = os.path.join(REPO, "scripts", "zoo_export.py")
+MODES = ("traced", "scripted")
+
+PERCENT_BUDGET = "70%"
+BUDGET_LABELS = {"70": "70 %", "floor": "floor + 2 %"}  # by the tag that names a budget's files
+FLOOR_PROBE_BUDGET = "1%"  # below every model's floor, so that plan names the floor
+FLOOR_MARGIN = 0.02        # the floor plan asks for floor + 2 %
+PEAK_ERROR_LIMIT = 0.02    # |predicted - measured| / measured
+REMOVABLE_SHARE_GOAL = 0.60  # issue 10's goal for the floor; listed, not a rule of the exit status
+
+# acprof may be rebuilt while the zoo runs: the binary vanishes for a while, or changes under
+# a running model. The driver waits for it, and runs such a model again (up to 3 times).
+BINARY_WAIT_SECONDS = 30 * 60
+BINARY_ATTEMPTS = 3
+
+INFEASIBLE_MARKER = "is below the smallest peak"
+FLOOR_PATTERN = re.compile(r"smallest peak the \S+ solver reached, [^(]*\((\d+) B\)")
+
+
+def log(message: str) -> None:
+    # One write per line: print() writes the text and the newline separately, and lines of
+    # models running side by side would interleave.
+    sys.stderr.write(f"zoo: {message}\n")
+    sys.stderr.flush()
+
+
+class CommandFailed(Exception):
+    """A command of the pipeline failed; `step` names it (profile, plan 70%, ...)."""
+
+    def __init__(self, step: str, message: str):
+        super().__init__(f"{step}: {message}")
+        self.step = step
+        self.message = message
+
+
+# ---------------------------------------------------------------- running commands
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def error_line(result: subprocess.CompletedProcess) -> str:
+    """The one line that says why a command failed: acprof prints `acprof: error: ...` last."""
+    line = last_line(result.stderr) or last_line(result.stdout)
+    if result.returncode < 0:  # e.g. SIGKILL from the kernel when memory ran out
+        return f"killed by signal {-result.returncode}" + (f" (last output: {line})" if line else "")
+    return line.replace("acprof: error: ", "", 1) or f"exit status {result.returncode}, no output"
+
+
+def run_logged(command: List[str], cwd: str, log_path: str, timeout: float) -> subprocess.CompletedProcess:
+    """Runs `command`, keeps its command line, stdout and stderr in `log_path`."""
+    started = time.perf_counter()
+    try:
+        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as expired:
+        def text(value) -> str:
+            return value.decode(errors="replace") if isinstance(value, bytes) else (value or "")
+        result = subprocess.CompletedProcess(command, 124, text(expired.stdout),
+                                             text(expired.stderr) + f"\ntimed out after {timeout:.0f} s\n")
+    with open(log_path, "w") as handle:
+        handle.write(f"$ {' '.join(command)}\n# exit {result.returncode} after {time.perf_counter() - started:.1f} s\n")
+        handle.write(f"--- stdout\n{result.stdout}--- stderr\n{result.stderr}")
+    return result
+
+
+def binary_stamp(path: str) -> Optional[Tuple[int, int]]:
+    try:
+        status = os.stat(path)
+        return status.st_mtime_ns, status.st_size
+    except OSError:
+        return None
+
+
+def wait_for_binary(path: str) -> None:
+    waited = 0
+    while not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        if waited >= BINARY_WAIT_SECONDS:
+            raise CommandFailed("acprof", f"{path} has been missing for {waited} s")
+        if waited == 0:
+            log(f"{path} is missing (being rebuilt?); waiting")
+        time.sleep(10)
+        waited += 10
+
+
+def build_time(path: str) -> str:
+    """When the acprof binary was built (its mtime), to tell results of different builds apart."""
+    stamp = binary_stamp(path)
+    return datetime.datetime.fromtimestamp(stamp[0] / 1e9).isoformat(timespec="seconds") if stamp else "missing"
+
+
+def run_acprof(options, arguments: List[str], cwd: str, log_name: str) -> subprocess.CompletedProcess:
+    """Runs acprof, waiting for the binary while it is being rebuilt."""
+    log(f"{os.path.basename(cwd)}: {os.path.splitext(log_name)[0]}")
+    for _ in range(BINARY_ATTEMPTS):
+        wait_for_binary(options.acprof)
+        try:
+            return run_logged([options.acprof] + arguments, cwd, os.path.join(cwd, log_name), options.timeout)
+        except OSError as error:  # vanished or "text file busy" between the check and the exec
+            log(f"cannot start {options.acprof} ({error}); retrying")
+            time.sleep(10)
+    raise CommandFailed("acprof", f"{options.acprof} could not be started")
+
+
+def read_json(path: str) -> Dict:
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def write_json_atomically(path: str, value: Dict) -> None:
+    # A result file marks a model as done: it must never be half written.
+    temp_path = path + ".tmp"
+    with open(temp_path, "w") as handle:
+        json.dump(value, handle, indent=1)
+    os.replace(temp_path, path)
+
+
+# ---------------------------------------------------------------- one model
+
+
+def export_model(options, name: str, mode: str, work_dir: str) -> Dict:
+    """The exporter's JSON answer: status exported (with the specs) or skipped (with the reason)."""
+    log(f"{os.path.basename(work_dir)}: export")
+    command = [PYTHON, EXPORTER, "--model", name, "--mode", mode, "--out", os.path.join(work_dir, "model.pt"),
+               "--max-step-seconds", str(options.max_step_seconds)]
+    result = run_logged(command, work_dir, os.path.join(work_dir, "export.log"), options.timeout)
+    if result.returncode != 0:
+        # A crash of the exporter (not a handled error): the model cannot be exported.
+        return {"status": "skipped", "reason": f"export crashed: {error_line(result)}"}
+    try:
+        return json.loads(last_line(result.stdout))
+    except json.JSONDecodeError:
+        return {"status": "skipped", "reason": f"the exporter printed no result (see {work_dir}/export.log)"}
+
+
+def profile_facts(profile: Dict) -> Dict:
+    summary = profile["summary"]
+    return {"peak_bytes": summary["peak_bytes"], "peak_breakdown": summary["peak_breakdown"],
+            "iteration_us": sum(summary["phase_time_us"].values())}
+
+
+def removable_bytes(facts: Dict) -> int:
+    """Bytes at the profiled peak that recompute could remove in principle: all but weights,
+    gradients, optimizer state and inputs."""
+    b = facts["peak_breakdown"]
+    return facts["peak_bytes"] - b["weight"] - b["gradient"] - b["optimizer_state"] - b["input"]
+
+
+def find_floor(options, work_dir: str) -> int:
+    """The smallest peak the planner reaches, in bytes, from the error of a plan that cannot fit."""
+    result = run_acprof(options, ["plan", "profile.json", "--budget", FLOOR_PROBE_BUDGET, "-o", "floor_probe.json"],
+                        work_dir, "plan_floor_probe.log")
+    if result.returncode == 0:  # everything removable: the probe's plan is the floor
+        return read_json(os.path.join(work_dir, "floor_probe.json"))["predicted_peak_bytes"]
+    match = FLOOR_PATTERN.search(result.stderr)
+    if not match:
+        raise CommandFailed(f"plan --budget {FLOOR_PROBE_BUDGET}", error_line(result))
+    return int(match.group(1))
+
+
+def verification_of(rewrite_stdout: str) -> str:
+    """bitwise, tolerance or missing, from the line `acprof rewrite` prints."""
+    for line in rewrite_stdout.splitlines():
+        if line.startswith("verified: ") and "bit for bit" in line:
+            return "bitwise"
+        if line.startswith("verified within tolerance"):
+            return "tolerance"
+    return "missing"
+
+
+def run_budget(options, work_dir: str, tag: str, budget: str, before: Dict) -> Dict:
+    """Plan at `budget`, rewrite with verification, and compare the prediction with the measurement."""
+    outcome = {"label": BUDGET_LABELS[tag], "budget_text": budget}
+    plan_path = f"plan_{tag}.json"
+    result = run_acprof(options, ["plan", "profile.json", "--budget", budget, "-o", plan_path], work_dir,
+                        f"plan_{tag}.log")
+    if result.returncode != 0:
+        if INFEASIBLE_MARKER in result.stderr:
+            outcome["infeasible"] = error_line(result)
+            return outcome
+        raise CommandFailed(f"plan --budget {budget}", error_line(result))
+    plan = read_json(os.path.join(work_dir, plan_path))
+    outcome.update(budget_bytes=plan["budget_bytes"], predicted_peak_bytes=plan["predicted_peak_bytes"],
+                   segments=len(plan["segments"]), predicted_extra_us=plan["extra_time_us"],
+                   baseline_iteration_us=plan["baseline_iteration_time_us"])
+
+    report_dir = os.path.join(work_dir, tag)
+    os.makedirs(report_dir, exist_ok=True)
+    result = run_acprof(options, ["rewrite", "model.pt", plan_path, "-o", os.path.join(tag, "model.ckpt.pt"),
+                                  "--report-dir", tag], work_dir, f"rewrite_{tag}.log")
+    if result.returncode != 0:
+        raise CommandFailed("rewrite", error_line(result))
+    outcome["verification"] = verification_of(result.stdout)
+    after_path = os.path.join(report_dir, "profile.after.json")
+    if not os.path.exists(after_path):
+        raise CommandFailed("rewrite", f"succeeded but wrote no {after_path}: {last_line(result.stdout)}")
+    after = profile_facts(read_json(after_path))
+    outcome["measured_peak_bytes"] = after["peak_bytes"]
+    outcome["peak_error"] = (plan["predicted_peak_bytes"] - after["peak_bytes"]) / after["peak_bytes"]
+    # Two processes, so the time difference carries their noise as well as the recompute.
+    outcome["measured_extra_us"] = after["iteration_us"] - before["iteration_us"]
+    outcome["measured_iteration_us"] = after["iteration_us"]
+    return outcome
+
+
+def broken_rules(outcome: Dict) -> List[str]:
+    if "failure" in outcome:
+        return ["command failed"]
+    if "infeasible" in outcome:
+        return []
+    rules = []
+    if outcome["verification"] != "bitwise":
+        rules.append(f"verification {outcome['verification']}")
+    if outcome["measured_peak_bytes"] > outcome["budget_bytes"]:
+        rules.append("measured peak > budget")
+    if abs(outcome["peak_error"]) > PEAK_ERROR_LIMIT:
+        rules.append(f"|peak error| > {PEAK_ERROR_LIMIT:.0%}")
+    return rules
+
+
+def profile_and_plan(options, work_dir: str, record: Dict) -> None:
+    """Steps 2 to 4 for an exported model; fills `record`, raises CommandFailed for a failed
+    profile (after which nothing else can run)."""
+    result = run_acprof(options, ["profile", "model.pt", "-o", "profile.json"], work_dir, "profile.log")
+    if result.returncode != 0:
+        raise CommandFailed("profile", error_line(result))
+    before = profile_facts(read_json(os.path.join(work_dir, "profile.json")))
+    record["profile"] = before
+    record["removable_bytes"] = removable_bytes(before)
+
+    budgets = {"70": PERCENT_BUDGET}
+    try:
+        floor = find_floor(options, work_dir)
+        record["floor_bytes"] = floor
+        if record["removable_bytes"] > 0:
+            record["removed_share"] = (before["peak_bytes"] - floor) / record["removable_bytes"]
+        budgets["floor"] = str(floor + int(floor * FLOOR_MARGIN))
+    except CommandFailed as failure:
+        record["budgets"]["floor"] = {"label": BUDGET_LABELS["floor"], "failure": str(failure)}
+
+    for tag, budget in budgets.items():
+        try:
+            record["budgets"][tag] = run_budget(options, work_dir, tag, budget, before)
+        except CommandFailed as failure:
+            record["budgets"][tag] = {"label": BUDGET_LABELS[tag], "budget_text": budget, "failure": str(failure)}
+
+
+def run_model(options, model_id: str, name: str, mode: str) -> Dict:
+    work_dir = os.path.join(options.results, model_id)
+    shutil.rmtree(work_dir, ignore_errors=True)  # a fresh run: no file of an earlier one is read
+    os.makedirs(work_dir)
+    started = time.perf_counter()
+    record = {"id": model_id, "name": name, "mode": mode, "acprof": options.acprof,
+              "acprof_built": build_time(options.acprof),
+              "date": datetime.datetime.now().isoformat(timespec="seconds"), "budgets": {}}
+
+    exported = export_model(options, name, mode, work_dir)
+    record["export"] = exported
+    if exported["status"] != "exported":
+        record["status"] = "skipped"
+        record["reason"] = exported["reason"]
+    else:
+        try:
+            profile_and_plan(options, work_dir, record)
+        except CommandFailed as failure:
+            record["failure"] = str(failure)
+        rules = ["command failed"] if "failure" in record else []
+        for tag, outcome in record["budgets"].items():
+            rules += [f"{tag}: {rule}" for rule in broken_rules(outcome)]
+        record["broken_rules"] = rules
+        record["status"] = "broken" if rules else "ok"
+    record["seconds"] = round(time.perf_counter() - started, 1)
+    return record
+
+
+def run_model_safely(options, model_id: str, name: str, mode: str) -> Dict:
+    """run_model, with a bug of the driver itself recorded as the model's failure rather than
+    ending the whole zoo."""
+    try:
+        return run_model(options, model_id, name, mode)
+    except Exception as error:  # noqa: BLE001 (deliberately broad: one model must not stop the others)
+        return {"id": model_id, "name": name, "mode": mode, "status": "broken", "budgets": {},
+                "acprof_built": build_time(options.acprof),
+                "failure": f"zoo.py: {type(error).__name__}: {error}", "broken_rules": ["command failed"]}
+
+
+def run_and_record(options, model_id: str, name: str, mode: str) -> Dict:
+    """Runs a model and writes its result file. When acprof was rebuilt during the run the
+    model runs again: the files of two builds do not mix (a new build may not read an old
+    one's profile), and a result must be one build's."""
+    for _ in range(BINARY_ATTEMPTS):
+        wait_for_binary(options.acprof)
+        stamp = binary_stamp(options.acprof)
+        record = run_model_safely(options, model_id, name, mode)
+        if binary_stamp(options.acprof) == stamp:
+            break
+        log(f"{model_id}: acprof was rebuilt during the run; running the model again")
+    write_json_atomically(os.path.join(options.results, f"{model_id}.json"), record)
+    return record
+
+
+# ---------------------------------------------------------------- docs/zoo.md
+
+
+def format_bytes(value: Optional[int]) -> str:
+    if value is None:
+        return "–"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(value) >= size:
+            return f"{value / size:.2f} {unit}"
+    return f"{value} B"
+
+
+def format_percent(value: Optional[float], signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{100 * value:+.1f} %" if signed else f"{100 * value:.1f} %"
+
+
+def peak_cell(outcome: Optional[Dict]) -> str:
+    if not outcome:
+        return "–"
+    if "failure" in outcome:
+        return "failed"
+    if "infeasible" in outcome:
+        return "below the floor"
+    return (f"{format_bytes(outcome['budget_bytes'])} · {format_bytes(outcome['predicted_peak_bytes'])} · "
+            f"{format_bytes(outcome['measured_peak_bytes'])} ({format_percent(outcome['peak_error'], True)})")
+
+
+def time_cell(outcome: Optional[Dict]) -> str:
+    if not outcome or "verification" not in outcome:
+        return "–"
+    base = outcome["baseline_iteration_us"]
+    if base <= 0:
+        return "–"
+    return (f"{format_percent(outcome['predicted_extra_us'] / base, True)} / "
+            f"{format_percent(outcome['measured_extra_us'] / base, True)}")
+
+
+def verification_cell(record: Dict) -> str:
+    cells = [record["budgets"].get(tag, {}).get("verification", "–") for tag in ("70", "floor")]
+    return " / ".join(cells)
+
+
+def result_cell(record: Dict) -> str:
+    return "ok" if record["status"] == "ok" else "**" + "; ".join(record["broken_rules"]) + "**"
+
+
+def table_row(record: Dict) -> str:
+    export = record.get("export", {})
+    profile = record.get("profile", {})
+    budgets = record["budgets"]
+    inputs = ", ".join(export.get("inputs", []))
+    cells = [record["name"], record["mode"], f"`{inputs}`", format_bytes(profile.get("peak_bytes")),
+             format_bytes(record.get("floor_bytes")), format_percent(record.get("removed_share")),
+             peak_cell(budgets.get("70")), time_cell(budgets.get("70")),
+             peak_cell(budgets.get("floor")), time_cell(budgets.get("floor")),
+             verification_cell(record), result_cell(record)]
+    return "| " + " | ".join(cells) + " |"
+
+
+def machine_description() -> str:
+    cpu = "unknown CPU"
+    memory_kib = 0
+    with open("/proc/cpuinfo") as handle:
+        for line in handle:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            if line.startswith("MemTotal:"):
+                memory_kib = int(line.split()[1])
+    return f"{cpu}, nproc {os.cpu_count()}, {memory_kib / (1 << 20):.1f} GiB memory"
+
+
+def failure_lines(record: Dict) -> List[str]:
+    lines = []
+    if "failure" in record:
+        lines.append(f"- `{record['id']}`: {record['failure']}")
+    for tag, outcome in record["budgets"].items():
+        if "failure" in outcome:
+            lines.append(f"- `{record['id']}` ({outcome['label']}): {outcome['failure']}")
+    return lines
+
+
+def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, jobs: int) -> None:
+    ran = [r for r in records if r["status"] != "skipped"]
+    broken = [r for r in ran if r["status"] != "ok"]
+    skipped = [r for r in records if r["status"] == "skipped"]
+    lines = [
+        "# Model zoo",
+        "",
+        "Written by `scripts/zoo.sh` (scripts/zoo.py); do not edit by hand.",
+        "",
+        f"- date: {datetime.date.today().isoformat()}",
+        f"- machine: {machine_description()}; {jobs} model(s) at a time",
+        f"- torch {versions['torch']}, torchvision {versions['torchvision']}",
+        f"- acprof built {', '.join(sorted({r.get('acprof_built', '?') for r in records}))}",
+        f"- selection: {selection}; {len(records)} model(s): {len(ran) - len(broken)} ok, {len(broken)} broke a rule, "
+        f"{len(skipped)} skipped",
+        "",
+        "Each model has random weights (seed 0) and trains at batch 2 on the smallest image size from 64x64 up "
+        "that it accepts (the `input` column); the loss is cross entropy against 1000 classes (mean of the "
+        "output for the transformer stacks). Budgets: 70 % of the profiled peak, and the floor (the smallest peak "
+        "`acprof plan` reaches) + 2 %.",
+        "",
+        "- *removed at floor*: (profiled peak − floor) / (profiled peak − weights − gradients − optimizer state − "
+        "inputs at the peak), the share of removable bytes the plan at the floor removes.",
+        "- *budget · predicted · measured (error)*: the plan's budget and predicted peak, the peak of the "
+        "rewritten model measured by `acprof rewrite`, and (predicted − measured) / measured.",
+        "- *extra time predicted / measured*: the plan's extra time and the rewritten model's iteration time "
+        "minus the original's (two processes, so with their noise), both as a share of the profiled iteration.",
+        "- *verified*: the rewrite's check that loss, gradients and buffers equal the original's "
+        "(70 % / floor).",
+        f"- rules: every command succeeds and the rewrite is bit for bit; measured peak ≤ budget; "
+        f"|error| ≤ {PEAK_ERROR_LIMIT:.0%}. A budget below the floor is not a broken rule.",
+        "",
+        "| model | mode | input | profiled peak | floor | removed at floor | 70 %: budget · predicted · measured "
+        "(error) | 70 %: extra time predicted / measured | floor + 2 %: budget · predicted · measured (error) | "
+        "floor + 2 %: extra time predicted / measured | verified | result |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    lines += [table_row(r) for r in ran]
+
+    failures = [line for r in ran for line in failure_lines(r)]
+    lines += ["", "## Failures", ""] + (failures or ["None."])
+
+    low = [r for r in ran if r.get("removed_share") is not None and r["removed_share"] < REMOVABLE_SHARE_GOAL]
+    lines += ["", f"## Removed at the floor below {REMOVABLE_SHARE_GOAL:.0%}", ""]
+    lines += [f"- `{r['id']}`: {format_percent(r['removed_share'])} of {format_bytes(r['removable_bytes'])} removable "
+              f"(peak {format_bytes(r['profile']['peak_bytes'])}, floor {format_bytes(r['floor_bytes'])})"
+              for r in low] or ["None."]
+
+    lines += ["", "## Skipped", ""]
+    lines += [f"- `{r['id']}`: {r['reason']}" for r in skipped] or ["None."]
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------- the zoo
+
+
+def find_acprof(requested: Optional[str]) -> str:
+    """--acprof, else build/cli/acprof, else any executable named acprof under build/."""
+    if requested:
+        return os.path.abspath(requested)
+    default = os.path.join(REPO, "build", "cli", "acprof")
+    if os.path.isfile(default):
+        return default
+    for directory, _, files in os.walk(os.path.join(REPO, "build")):
+        candidate = os.path.join(directory, "acprof")
+        if "acprof" in files and os.access(candidate, os.X_OK):
+            return candidate
+    return default  # not built yet: run_acprof waits for it
+
+
+def list_models() -> Dict:
+    result = subprocess.run([PYTHON, EXPORTER, "--list"], capture_output=True, text=True, check=True)
+    return json.loads(result.stdout)
+
+
+def select_models(names: List[str], only: Optional[str], limit: Optional[int]) -> List[Tuple[str, str, str]]:
+    """(id, name, mode) of the selected models, each name traced then scripted."""
+    selected = [(f"{name}_{mode}", name, mode) for name in names for mode in MODES]
+    if only:
+        pattern = re.compile(only)
+        selected = [entry for entry in selected if pattern.search(entry[0])]
+    return selected[:limit] if limit is not None else selected
+
+
+def parse_arguments(argv: List[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="run the models whose id (name_traced, name_scripted) matches this regex")
+    parser.add_argument("--limit", type=int, help="run at most N models (after --only)")
+    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="models run at a time (default nproc/2, at least 1)")
+    parser.add_argument("--results", default=os.path.join(REPO, "build", "zoo"),
+                        help="results and work directories (default build/zoo)")
+    parser.add_argument("--acprof", help="the acprof binary (default build/cli/acprof)")
+    parser.add_argument("--docs", default=os.path.join(REPO, "docs", "zoo.md"), help="table to write (default docs/zoo.md)")
+    parser.add_argument("--force", action="store_true", help="run models that already have a result file again")
+    parser.add_argument("--max-step-seconds", type=float, default=60.0,
+                        help="skip models whose training step takes longer on this CPU (default 60)")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="limit of one command, seconds (default 3600)")
+    args = parser.parse_args(argv)
+    args.jobs = max(1, args.jobs)
+    args.results = os.path.abspath(args.results)
+    args.acprof = find_acprof(args.acprof)
+    return args
+
+
+def describe(record: Dict) -> str:
+    if record["status"] == "skipped":
+        return f"skipped: {record['reason']}"
+    if record["status"] == "ok":
+        return "ok"
+    return "broke: " + "; ".join(record["broken_rules"])
+
+
+def main(argv: List[str]) -> int:
+    options = parse_arguments(argv)
+    os.makedirs(options.results, exist_ok=True)
+    # Models that run side by side share the cores; without this each would start a thread per core.
+    if options.jobs > 1 and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // options.jobs))
+
+    catalogue = list_models()
+    selected = select_models(catalogue["models"], options.only, options.limit)
+    log(f"{len(selected)} model(s), {options.jobs} at a time, acprof {options.acprof}, results in {options.results}")
+
+    records: Dict[str, Dict] = {}
+    to_run = []
+    for model_id, name, mode in selected:
+        result_path = os.path.join(options.results, f"{model_id}.json")
+        if os.path.exists(result_path) and not options.force:
+            records[model_id] = read_json(result_path)
+            older = records[model_id].get("acprof_built") != build_time(options.acprof)
+            log(f"{model_id}: {describe(records[model_id])} (earlier run{' with another acprof build' if older else ''}; "
+                f"--force runs it again)")
+        else:
+            to_run.append((model_id, name, mode))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
+        # Threads suffice: the work happens in the exporter and acprof processes.
+        futures = {pool.submit(run_and_record, options, *entry): entry[0] for entry in to_run}
+        for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
+            record = future.result()
+            records[record["id"]] = record
+            log(f"[{done}/{len(to_run)}] {record['id']}: {describe(record)} ({record.get('seconds', 0):.0f} s)")
+
+    ordered = [records[model_id] for model_id, _, _ in selected]
+    selection = f"--only {options.only!r}" if options.only else "all models"
+    if options.limit is not None:
+        selection += f", --limit {options.limit}"
+    write_docs(options.docs, ordered, catalogue, selection, options.jobs)
+    broken = [r["id"] for r in ordered if r["status"] == "broken"]
+    log(f"wrote {options.docs}; {len(broken)} of {len(ordered)} model(s) broke a rule" +
+        (f": {', '.join(broken)}" if broken else ""))
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,275 @@
+"""Exports the models of the zoo (scripts/zoo.py) as TorchScript archives that carry their specs.
+
+    python3 scripts/zoo_export.py --list
+    python3 scripts/zoo_export.py --model resnet18 --mode traced --out DIR/model.pt [--max-step-seconds 60]
+
+--list prints one JSON object: the torch and torchvision versions and the model names: every
+classification model builder of the installed torchvision, then small nn.TransformerEncoder and
+nn.TransformerDecoder stacks (d_model 64, 2 layers, batch_first, post-norm and pre-norm).
+
+--model exports one model with random weights (seed 0, weights=None) in train mode, traced or
+scripted, at batch 2 and the smallest square image size (from IMAGE_SIZES) whose forward runs.
+The archive stores the input spec, the target and the loss (models/export.py's helper), so
+`acprof profile model.pt` needs no flags. It prints one JSON object on stdout:
+    {"status": "exported", "inputs": [...], "target": ..., "loss": ..., "step_seconds": ...}
+or  {"status": "skipped", "reason": "one line"}
+for a model that cannot be exported or whose training step takes longer than --max-step-seconds.
+Progress goes to stderr.
+"""
+
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+import warnings
+from typing import Dict, List, Optional, Tuple
+
+import torch
+import torchvision
+from torch import nn
+
+# The export helper of the reference models: one place that knows how a model and its
+# specs are written (models/export.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+import export  # noqa: E402
+import specs  # noqa: E402
+
+BATCH = 2  # the smallest batch at which BatchNorm trains on a 1x1 feature map
+CLASSES = 1000
+# Tried in order: 64 is small enough for a CPU and large enough for most models;
+# inception_v3 needs 75, maxvit_t 224 (its grids must divide by its partition size 7).
+IMAGE_SIZES = (64, 75, 96, 128, 160, 192, 224, 256, 299)
+
+# Models whose layout is built for one image size; the builder takes it as an argument.
+SIZE_ARGUMENTS = {"vit_": "image_size", "maxvit_": "input_size"}
+
+TRANSFORMER_WIDTH = 64
+TRANSFORMER_HEADS = 4
+TRANSFORMER_LAYERS = 2
+TRANSFORMER_SEQUENCE = 32
+TRANSFORMERS = ("transformer_encoder", "transformer_encoder_norm_first",
+                "transformer_decoder", "transformer_decoder_norm_first")
+
+
+def log(message: str) -> None:
+    print(f"zoo_export: {message}", file=sys.stderr, flush=True)
+
+
+def one_line(error: BaseException) -> str:
+    """The first non-empty line of an exception: TorchScript errors span dozens of lines."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0] if lines else 'no message'}"
+
+
+def torchvision_names() -> List[str]:
+    models = torchvision.models
+    if hasattr(models, "list_models"):
+        # list_models(module=models) names the classification builders only, not the
+        # detection, segmentation, video or optical-flow ones (torchvision >= 0.14).
+        return sorted(models.list_models(module=models))
+    # Older torchvision: the public lower-case functions that torchvision.models itself offers
+    # (the detection, segmentation and video builders live in subpackages, not here).
+    names = []
+    for name, value in vars(models).items():
+        module = getattr(value, "__module__", "") or ""
+        is_function = callable(value) and not isinstance(value, type)
+        if is_function and name.islower() and not name.startswith("_") and module.startswith("torchvision.models.") \
+                and not module.startswith("torchvision.models._"):
+            names.append(name)
+    return sorted(names)
+
+
+def all_names() -> List[str]:
+    return torchvision_names() + list(TRANSFORMERS)
+
+
+# ---------------------------------------------------------------- torchvision models
+
+
+def build_torchvision(name: str, image_size: int) -> nn.Module:
+    builder = torchvision.models.get_model_builder(name) if hasattr(torchvision.models, "get_model_builder") \
+        else getattr(torchvision.models, name)
+    kwargs = {}
+    for prefix, argument in SIZE_ARGUMENTS.items():
+        if name.startswith(prefix):
+            kwargs[argument] = image_size if argument == "image_size" else (image_size, image_size)
+    with warnings.catch_warnings():
+        # googlenet and inception_v3 warn that their default init will change; not our concern.
+        warnings.simplefilter("ignore")
+        try:
+            return builder(weights=None, **kwargs)
+        except TypeError:
+            return builder(pretrained=False, **kwargs)  # torchvision < 0.13
+
+
+def builds_per_size(name: str) -> bool:
+    return any(name.startswith(prefix) for prefix in SIZE_ARGUMENTS)
+
+
+def image_specs(image_size: int) -> specs.TrainingSpecs:
+    return specs.TrainingSpecs(inputs=[f"float32[{BATCH},3,{image_size},{image_size}]"],
+                               target=f"int64[{BATCH}]:0..{CLASSES}", loss="cross_entropy")
+
+
+def forward_runs(model: nn.Module, training: specs.TrainingSpecs) -> Optional[str]:
+    """None if a train-mode forward runs on the spec's inputs, else why not (one line)."""
+    try:
+        with torch.no_grad():
+            model(*specs.make_tensors(training.inputs))
+        return None
+    except Exception as error:  # any failure means: this size does not fit the model
+        return one_line(error)
+
+
+def smallest_working_torchvision(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
+    """The model at the smallest IMAGE_SIZES entry whose forward runs, with its freshly
+    initialised weights and buffers (the trial forwards move BatchNorm statistics).
+    inception_v3 ends up at 299: in train mode its auxiliary head needs a larger map than
+    the 75x75 its main branch accepts."""
+    model = None
+    last_error = ""
+    for size in IMAGE_SIZES:
+        if model is None or builds_per_size(name):
+            torch.manual_seed(0)
+            try:
+                model = build_torchvision(name, size)
+            except ValueError as error:  # maxvit_t refuses, when built, sizes its grids cannot divide
+                last_error = one_line(error)
+                log(f"{name}: cannot be built for {size}x{size}: {last_error}")
+                continue
+            model.train()
+            initial_state = copy.deepcopy(model.state_dict())
+        training = image_specs(size)
+        last_error = forward_runs(model, training)
+        if last_error is None:
+            model.load_state_dict(initial_state)
+            log(f"{name}: forward runs at {training.inputs[0]}")
+            return model, training
+        log(f"{name}: no forward at {size}x{size}: {last_error}")
+    raise RuntimeError(f"no image size in {IMAGE_SIZES[0]}..{IMAGE_SIZES[-1]} works; at {IMAGE_SIZES[-1]}: {last_error}")
+
+
+# ---------------------------------------------------------------- transformer stacks
+
+
+class EncoderStack(nn.Module):
+    """nn.TransformerEncoder called with the sequence only. Scripted, the bare module's forward
+    also takes its two optional masks, and acprof wants one input spec per forward argument."""
+
+    def __init__(self, encoder: nn.TransformerEncoder):
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, src: torch.Tensor) -> torch.Tensor:
+        return self.encoder(src)
+
+
+class DecoderStack(nn.Module):
+    """nn.TransformerDecoder called with (tgt, memory) only, for the same reason (it has four
+    optional masks)."""
+
+    def __init__(self, decoder: nn.TransformerDecoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, tgt: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
+        return self.decoder(tgt, memory)
+
+
+def build_transformer(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
+    norm_first = name.endswith("_norm_first")
+    layer_arguments = dict(d_model=TRANSFORMER_WIDTH, nhead=TRANSFORMER_HEADS, dim_feedforward=4 * TRANSFORMER_WIDTH,
+                           batch_first=True, norm_first=norm_first)
+    # A pre-norm stack ends in a LayerNorm of its own (the last layer's output is un-normalised).
+    final_norm = nn.LayerNorm(TRANSFORMER_WIDTH) if norm_first else None
+    sequence = f"float32[{BATCH},{TRANSFORMER_SEQUENCE},{TRANSFORMER_WIDTH}]"
+    torch.manual_seed(0)
+    if name.startswith("transformer_encoder"):
+        model = EncoderStack(nn.TransformerEncoder(nn.TransformerEncoderLayer(**layer_arguments), TRANSFORMER_LAYERS,
+                                                   norm=final_norm))
+        inputs = [sequence]
+    else:
+        model = DecoderStack(nn.TransformerDecoder(nn.TransformerDecoderLayer(**layer_arguments), TRANSFORMER_LAYERS,
+                                                   norm=final_norm))
+        inputs = [sequence, sequence]
+    model.train()
+    return model, specs.TrainingSpecs(inputs=inputs, target="", loss="mean")
+
+
+# ---------------------------------------------------------------- one model
+
+
+def training_step_seconds(model: nn.Module, training: specs.TrainingSpecs) -> float:
+    """Wall time of one eager forward, loss and backward: what decides whether the model is
+    small enough for the zoo. Leaves no gradients behind."""
+    tensors = specs.make_tensors(training.inputs + ([training.target] if training.target else []))
+    inputs = tensors[:len(training.inputs)]
+    started = time.perf_counter()
+    output = model(*inputs)
+    logits = output[0] if isinstance(output, tuple) else output  # googlenet, inception_v3: main head first
+    if training.loss == "cross_entropy":
+        loss = nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), tensors[-1].reshape(-1))
+    else:
+        loss = logits.mean()
+    loss.backward()
+    seconds = time.perf_counter() - started
+    model.zero_grad(set_to_none=True)
+    return seconds
+
+
+def build(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
+    if name in TRANSFORMERS:
+        return build_transformer(name)
+    return smallest_working_torchvision(name)
+
+
+def export_model(name: str, mode: str, out: str, max_step_seconds: float) -> Dict:
+    try:
+        model, training = build(name)
+    except Exception as error:
+        return {"status": "skipped", "reason": f"cannot be built: {one_line(error)}"}
+
+    # The step time is measured on a copy: the step moves BatchNorm statistics, and the
+    # exported file must hold the freshly initialised model.
+    step_seconds = training_step_seconds(copy.deepcopy(model), training)
+    log(f"{name}: one eager training step takes {step_seconds:.2f} s")
+    if step_seconds > max_step_seconds:
+        return {"status": "skipped",
+                "reason": f"one training step takes {step_seconds:.0f} s on this CPU (limit {max_step_seconds:.0f} s)"}
+
+    example_inputs = specs.make_tensors(training.inputs)
+    try:
+        export.export(model, example_inputs, out, mode, training.inputs, training.target, training.loss)
+    except Exception as error:
+        what = "torch.jit.script" if mode == "scripted" else "torch.jit.trace"
+        return {"status": "skipped", "reason": f"{what} fails: {one_line(error)}"}
+    return {"status": "exported", "inputs": training.inputs, "target": training.target, "loss": training.loss,
+            "step_seconds": round(step_seconds, 3)}
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--list", action="store_true", help="print the versions and the model names as JSON")
+    parser.add_argument("--model", help="name from --list")
+    parser.add_argument("--mode", choices=export.MODES, default="traced")
+    parser.add_argument("--out", help="archive to write")
+    parser.add_argument("--max-step-seconds", type=float, default=60.0,
+                        help="skip a model whose eager training step takes longer (default 60)")
+    args = parser.parse_args(argv)
+
+    if args.list:
+        print(json.dumps({"torch": torch.__version__, "torchvision": torchvision.__version__, "models": all_names()}))
+        return 0
+    if not args.model or not args.out:
+        parser.error("pass --list, or --model and --out")
+    if args.model not in all_names():
+        parser.error(f"unknown model {args.model!r}; see --list")
+    torch.set_grad_enabled(True)
+    print(json.dumps(export_model(args.model, args.mode, args.out, args.max_step_seconds)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
