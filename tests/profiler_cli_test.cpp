@@ -1,8 +1,10 @@
 // `acprof profile` from the command line, as a user runs it.
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
+#include <torch/script.h>
 
 #include "acprof/profile_format.h"
 #include "test_support.h"
@@ -56,19 +58,44 @@ void PrintTo(const BadInput& input, std::ostream* out) { *out << input.name; }
 
 class ProfileCliBadInput : public ::testing::TestWithParam<BadInput> {};
 
+// The broken models of the matrix, made here: a real archive cut in half, a
+// module without forward, one whose output holds no floating-point tensor,
+// and one with nothing to train.
+void writeBrokenModels(const std::string& dir) {
+  std::ofstream(dir + "/not_a_model.pt") << "this is not a zip archive";
+  const std::string whole = readWholeFile(testModel("mlp_traced.pt"));
+  std::ofstream(dir + "/truncated.pt", std::ios::binary) << whole.substr(0, whole.size() / 2);
+  torch::jit::Module("acprof_test.NoForward").save(dir + "/no_forward.pt");
+  torch::jit::Module integer_output("acprof_test.IntegerOutput");
+  integer_output.register_parameter("w", at::randn({4, 4}).requires_grad_(), false);
+  integer_output.define(R"JIT(
+def forward(self, x):
+    return torch.argmax(torch.matmul(x, self.w), 1)
+)JIT");
+  integer_output.save(dir + "/integer_output.pt");
+  torch::jit::Module untrainable("acprof_test.Untrainable");
+  untrainable.define(R"JIT(
+def forward(self, x):
+    return torch.relu(x).sum()
+)JIT");
+  untrainable.save(dir + "/untrainable.pt");
+}
+
 TEST_P(ProfileCliBadInput, FailsWithOneLineAndWritesNothing) {
   const std::string dir = makeScratchDir("profile-bad");
-  std::ofstream(dir + "/not_a_model.pt") << "this is not a zip archive";
+  writeBrokenModels(dir);
+  std::set<std::string> before;
+  for (const auto& entry : fs::directory_iterator(dir)) before.insert(entry.path().filename().string());
   // Test names are listed before the models exist, so the model path is filled in here.
   std::string arguments = GetParam().arguments;
   if (const auto at = arguments.find("MLP"); at != std::string::npos)
     arguments.replace(at, 3, "'" + testModel("mlp_traced.pt") + "'");
   const auto result = runAcprof(arguments, dir);
-  EXPECT_NE(result.exit_code, 0);
+  EXPECT_EQ(result.exit_code, 1) << "exit code 1: bad input\n" << result.err;
   EXPECT_EQ(lineCount(result.err), 1) << result.err;
   EXPECT_NE(result.err.find(GetParam().expected_words), std::string::npos) << result.err;
   for (const auto& entry : fs::directory_iterator(dir))
-    EXPECT_EQ(entry.path().filename(), "not_a_model.pt") << "left behind: " << entry.path();
+    EXPECT_TRUE(before.count(entry.path().filename().string())) << "left behind: " << entry.path();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -86,7 +113,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"UnwritableOutput", "profile MLP -o /proc/acprof/out.json",
                  "does not exist"},
         BadInput{"CrossEntropyWithoutTarget",
-                 "profile MLP --loss cross_entropy -o out.json", "--target"}),
+                 "profile MLP --loss cross_entropy -o out.json", "--target"},
+        BadInput{"TruncatedArchive", "profile truncated.pt -o out.json", "not a loadable TorchScript model"},
+        BadInput{"NoForward", "profile no_forward.pt --input 'float32[2,4]' -o out.json", "no forward method"},
+        BadInput{"NoFloatingOutput", "profile integer_output.pt --input 'float32[2,4]' -o out.json",
+                 "no floating-point tensor"},
+        BadInput{"NothingToTrain", "profile untrainable.pt --input 'float32[2,4]' -o out.json",
+                 "does not require grad"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
