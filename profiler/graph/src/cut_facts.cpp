@@ -18,7 +18,6 @@ using torch::jit::Value;
 namespace prim = torch::jit::prim;
 namespace aten = torch::jit::aten;
 
-
 // Whether a value may hold prim::Uninitialized when it runs: the placeholder
 // scripted code leaves for a variable on a branch that returns early or raises.
 // Typed Tensor, such a value is read only where it was set; it cannot be a
@@ -115,14 +114,6 @@ std::string effectPreventingRecompute(const Node* node) {
   return "";
 }
 
-// Attribute names the graph assigns anywhere: such an attribute is not a constant.
-void collectAssignedAttributes(const torch::jit::Block* block, std::unordered_set<std::string>& names) {
-  for (const Node* node : block->nodes()) {
-    if (node->kind() == prim::SetAttr) names.insert(node->s(torch::jit::attr::name));
-    for (const torch::jit::Block* inner : node->blocks()) collectAssignedAttributes(inner, names);
-  }
-}
-
 // Values a top-level node reads from outside itself: its inputs, what nodes in
 // its blocks read from the enclosing graph, and outer values its blocks return.
 void collectOuterReads(const Node* node, const Node* top, std::vector<const Value*>& out) {
@@ -143,9 +134,10 @@ void collectOuterReads(const Node* node, const Node* top, std::vector<const Valu
 class FactsBuilder {
  public:
   FactsBuilder(const torch::jit::Module& module, const std::shared_ptr<torch::jit::Graph>& graph)
-      : module_(module), graph_(graph), nodes_(topLevelNodes(*graph)) {
-    collectAssignedAttributes(graph->block(), assigned_attributes_);
-  }
+      : module_(module),
+        graph_(graph),
+        nodes_(topLevelNodes(*graph)),
+        assigned_attributes_(assignedAttributes(*graph)) {}
 
   GraphCutFacts build() {
     for (const Value* input : graph_->inputs()) addValue(input, -1);
@@ -177,9 +169,12 @@ class FactsBuilder {
     v.producer_node = producer;
     v.type = value->type()->repr_str();
     v.is_tensor = isTensor(value);
-    v.can_leave = (v.is_tensor || isScalar(value) || isOptionalTensor(value)) && !mayBeUninitialized(value);
+    // Walks branches: computed once per value, for can_leave here and entryOf later.
+    const bool may_be_uninitialized = mayBeUninitialized(value);
+    v.can_leave = (v.is_tensor || isScalar(value) || isOptionalTensor(value)) && !may_be_uninitialized;
     facts_.value_ids[value] = v.id;
     graph_values_.push_back(value);
+    may_be_uninitialized_.push_back(may_be_uninitialized);
     facts_.values.push_back(std::move(v));
   }
 
@@ -255,7 +250,7 @@ class FactsBuilder {
     const auto kind = node->kind();
     if (kind == prim::Constant || kind == prim::GetAttr || kind == prim::Uninitialized) return true;
     if (!node->blocks().empty() || node->hasSideEffects() || node->isNondeterministic()) return false;
-    if (!node->maybeSchema() && !node->kind().is_prim()) return false;
+    if (!node->maybeSchema() && !kind.is_prim()) return false;
     for (const Value* output : node->outputs())
       if (isTensor(output) || isScalar(output)) return false;
     Node* analysed = analysis_nodes_[id];
@@ -275,7 +270,7 @@ class FactsBuilder {
       return ValueEntry::Clone;
     }
     if (producer && producer->kind() == prim::GetAttr) return attributeEntry(value);
-    if (mayBeUninitialized(value)) return ValueEntry::Blocked;
+    if (may_be_uninitialized_[v.id]) return ValueEntry::Blocked;
     if (v.is_tensor || isScalar(value) || isOptionalTensor(value)) return ValueEntry::Input;
     if (value->type()->kind() == c10::TypeKind::NoneType) return ValueEntry::Constant;
     if (producer && facts_.nodes[v.producer_node].role == CutRole::Duplicable) return ValueEntry::Clone;
@@ -329,9 +324,7 @@ class FactsBuilder {
     std::vector<int> roots;
     const GraphValue& v = facts_.values[id];
     if (v.entry == ValueEntry::Clone) {
-      std::unordered_set<int> seen;
-      for (int root : rootsReadBy(v.producer_node))
-        if (seen.insert(root).second) roots.push_back(root);
+      roots = rootsReadBy(v.producer_node);
     } else if (v.entry != ValueEntry::Constant) {
       roots.push_back(id);
     }
@@ -368,8 +361,9 @@ class FactsBuilder {
   std::vector<Node*> analysis_nodes_;                  // its top-level nodes, by node id
   std::vector<Value*> analysis_values_;                // by value id
   std::unique_ptr<torch::jit::AliasDb> alias_db_;
-  std::unordered_set<std::string> assigned_attributes_;
+  std::unordered_set<std::string> assigned_attributes_;  // not constants of the model
   std::vector<const Value*> graph_values_;  // by value id
+  std::vector<bool> may_be_uninitialized_;  // by value id
   std::unordered_map<int, std::vector<int>> roots_;
   GraphCutFacts facts_;
 };

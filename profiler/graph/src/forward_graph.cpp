@@ -17,6 +17,16 @@ void collectAssignedAttributes(const torch::jit::Block* block, std::unordered_se
   }
 }
 
+}  // namespace
+
+std::unordered_set<std::string> assignedAttributes(const torch::jit::Graph& graph) {
+  std::unordered_set<std::string> names;
+  collectAssignedAttributes(graph.block(), names);
+  return names;
+}
+
+namespace {
+
 // Scripted library code reads submodules' attributes inside branches (a
 // layer's weights inside `if self.norm_first:`), so the branch would read
 // module objects, which cannot enter a checkpoint. Reading an attribute has
@@ -24,8 +34,7 @@ void collectAssignedAttributes(const torch::jit::Block* block, std::unordered_se
 // the graph can change moves before its top-level node: the branch then reads
 // the tensor itself.
 void hoistAttributeReads(torch::jit::Graph& graph) {
-  std::unordered_set<std::string> assigned;
-  collectAssignedAttributes(graph.block(), assigned);
+  const std::unordered_set<std::string> assigned = assignedAttributes(graph);
   std::vector<torch::jit::Node*> top_level(graph.nodes().begin(), graph.nodes().end());
   for (torch::jit::Node* top : top_level) {
     if (top->blocks().empty()) continue;

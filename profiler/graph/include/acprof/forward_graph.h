@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <torch/script.h>
@@ -23,6 +24,9 @@ std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module&
 
 // The graph's top-level nodes in order (sub-blocks of If/Loop stay inside their node).
 std::vector<torch::jit::Node*> topLevelNodes(torch::jit::Graph& graph);
+
+// Names of the attributes the graph assigns anywhere (prim::SetAttr, in blocks too).
+std::unordered_set<std::string> assignedAttributes(const torch::jit::Graph& graph);
 
 // "layer1.0.conv1" from the node's scope / callstack, "" at top level.
 std::string moduleScope(const torch::jit::Node* node);
