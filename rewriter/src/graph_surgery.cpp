@@ -129,8 +129,8 @@ class SegmentCutter {
 
   void cut() {
     checkAgainstPlan();
-    for (Node* node : region_)
-      if (context_.facts.nodes[nodeId(node)].role == CutRole::Compute) moved_.insert(node);
+    for (int id = plan_cut_.first_node; id <= plan_cut_.last_node; ++id)
+      if (context_.facts.nodes[id].role == CutRole::Compute) moved_.insert(context_.nodes[id]);
     torch::jit::WithInsertPoint outer_insert_point(insert_before_);
     for (Node* node : region_)
       if (moved_.count(node)) cloneIntoSubgraph(node);
@@ -175,10 +175,6 @@ class SegmentCutter {
           "another model or by another acprof: profile and plan this model again",
           index_, plan_cut_.first_node, plan_cut_.last_node, side, joinNames(lists.first), joinNames(lists.second)));
     }
-  }
-
-  int nodeId(const Node* node) const {
-    return plan_cut_.first_node + static_cast<int>(std::find(region_.begin(), region_.end(), node) - region_.begin());
   }
 
   int valueId(const Value* value) const {
@@ -231,7 +227,8 @@ class SegmentCutter {
 
   // How an outside value enters is a fact of the graph (GraphValue::entry).
   // Values made by an earlier segment's call are not in the facts: they are
-  // that call's tensors and scalars, which enter as inputs.
+  // that call's tensors and scalars, which enter as inputs. Values whose
+  // producer is cloned never come here: importForUse clones them per use.
   Value* importExternalValue(Value* outer) {
     const int id = valueId(outer);
     const ValueEntry entry = id >= 0 ? context_.facts.values[id].entry : ValueEntry::Input;
@@ -254,18 +251,13 @@ class SegmentCutter {
           return joinOptional(*subgraph_, inner_flag, inner_tensor);
         }
         break;
-      case ValueEntry::Clone: {
-        Node* clone = subgraph_->createClone(producer, [&](Value* input) { return subgraphValue(input); });
-        subgraph_->insertNode(clone);
-        for (size_t i = 0; i < producer->outputs().size(); ++i) env_[producer->output(i)] = clone->output(i);
-        return env_.at(outer);
-      }
       case ValueEntry::Constant: {
         const auto attribute = attributeRead(outer, context_.module);
         Value* constant = subgraph_->insertConstant(attribute ? attribute->value() : c10::IValue());
         constant->setType(outer->type());
         return constant;
       }
+      case ValueEntry::Clone:
       case ValueEntry::Blocked:
         break;
     }
