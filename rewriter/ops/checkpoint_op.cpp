@@ -4,7 +4,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
-#include "acprof/torch_compat.h"
+#include "acprof/autocast_state.h"
 #include "ops/rng_state.h"
 
 namespace acprof {
@@ -18,63 +18,21 @@ constexpr const char* kInputCountKey = "input_count";
 constexpr const char* kCudaDevicesKey = "cuda_devices";
 constexpr const char* kAutocastKey = "autocast";
 
-// The autocast state forward ran under, for the CPU and CUDA device types.
-struct AutocastState {
-  bool cpu_enabled = false;
-  c10::ScalarType cpu_dtype = at::kBFloat16;
-  bool cuda_enabled = false;
-  c10::ScalarType cuda_dtype = at::kHalf;
-  bool cache_enabled = true;
+// The autocast state forward ran under, kept in the context as integers.
+std::vector<int64_t> packAutocastState(const AutocastState& state) {
+  return {state.cpu_enabled, static_cast<int64_t>(state.cpu_dtype), state.cuda_enabled,
+          static_cast<int64_t>(state.cuda_dtype), state.cache_enabled};
+}
 
-  static AutocastState current() {
-    AutocastState state;
-    state.cpu_enabled = compat::autocastEnabled(c10::DeviceType::CPU);
-    state.cpu_dtype = compat::autocastDtype(c10::DeviceType::CPU);
-    state.cuda_enabled = compat::autocastEnabled(c10::DeviceType::CUDA);
-    state.cuda_dtype = compat::autocastDtype(c10::DeviceType::CUDA);
-    state.cache_enabled = at::autocast::is_autocast_cache_enabled();
-    return state;
-  }
-  void apply() const {
-    compat::setAutocastEnabled(c10::DeviceType::CPU, cpu_enabled);
-    compat::setAutocastDtype(c10::DeviceType::CPU, cpu_dtype);
-    compat::setAutocastEnabled(c10::DeviceType::CUDA, cuda_enabled);
-    compat::setAutocastDtype(c10::DeviceType::CUDA, cuda_dtype);
-    at::autocast::set_autocast_cache_enabled(cache_enabled);
-  }
-  std::vector<int64_t> pack() const {
-    return {cpu_enabled, static_cast<int64_t>(cpu_dtype), cuda_enabled, static_cast<int64_t>(cuda_dtype),
-            cache_enabled};
-  }
-  static AutocastState unpack(const std::vector<int64_t>& packed) {
-    AutocastState state;
-    state.cpu_enabled = packed.at(0) != 0;
-    state.cpu_dtype = static_cast<c10::ScalarType>(packed.at(1));
-    state.cuda_enabled = packed.at(2) != 0;
-    state.cuda_dtype = static_cast<c10::ScalarType>(packed.at(3));
-    state.cache_enabled = packed.at(4) != 0;
-    return state;
-  }
-};
-
-// Runs a scope under another autocast state, as torch.autocast(...) would
-// (nesting counted, cast cache cleared at the outermost exit), then restores.
-class AutocastStateScope {
- public:
-  explicit AutocastStateScope(const AutocastState& state) : previous_(AutocastState::current()) {
-    state.apply();
-    at::autocast::increment_nesting();
-  }
-  ~AutocastStateScope() {
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    previous_.apply();
-  }
-  AutocastStateScope(const AutocastStateScope&) = delete;
-  AutocastStateScope& operator=(const AutocastStateScope&) = delete;
-
- private:
-  AutocastState previous_;
-};
+AutocastState unpackAutocastState(const std::vector<int64_t>& packed) {
+  AutocastState state;
+  state.cpu_enabled = packed.at(0) != 0;
+  state.cpu_dtype = static_cast<c10::ScalarType>(packed.at(1));
+  state.cuda_enabled = packed.at(2) != 0;
+  state.cuda_dtype = static_cast<c10::ScalarType>(packed.at(3));
+  state.cache_enabled = packed.at(4) != 0;
+  return state;
+}
 
 // Forward runs without grad, so a weight cast it put in autocast's cache would
 // carry no history: a later use of the same weight outside the segment would
@@ -110,7 +68,7 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     ctx->saved_data[kSegmentKey] = segment;
     ctx->saved_data[kInputCountKey] = static_cast<int64_t>(inputs.size());
     ctx->saved_data[kCudaDevicesKey] = cuda_devices;
-    ctx->saved_data[kAutocastKey] = AutocastState::current().pack();
+    ctx->saved_data[kAutocastKey] = packAutocastState(AutocastState::current());
     variable_list outputs;
     {
       // Nothing inside is kept: the inputs are detached, so no op records
@@ -151,7 +109,7 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     std::vector<at::Tensor> outputs;
     {
       const ReplayedRngScope replayed(rng);
-      const AutocastStateScope autocast(AutocastState::unpack(ctx->saved_data[kAutocastKey].toIntVector()));
+      const AutocastStateScope autocast(unpackAutocastState(ctx->saved_data[kAutocastKey].toIntVector()));
       at::AutoGradMode grad_enabled(true);
       outputs = segment->run(inputs);
     }

@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "acprof/recorder.h"
-#include "acprof/torch_compat.h"
 
 namespace acprof {
 namespace {
@@ -52,21 +51,10 @@ void checkAutocastDtype(const std::string& dtype) {
 }
 
 AutocastScope::AutocastScope(const std::string& dtype, c10::DeviceType device_type)
-    : device_type_(device_type),
-      previous_enabled_(compat::autocastEnabled(device_type)),
-      previous_dtype_(compat::autocastDtype(device_type)) {
-  compat::setAutocastEnabled(device_type, true);
-  compat::setAutocastDtype(device_type, dtype == "float16" ? at::kHalf : at::kBFloat16);
-  at::autocast::increment_nesting();
-  previous_jit_pass_ = torch::jit::setAutocastMode(false);
-}
+    : state_(AutocastState::current().enabledFor(device_type, dtype == "float16" ? at::kHalf : at::kBFloat16)),
+      previous_jit_pass_(torch::jit::setAutocastMode(false)) {}
 
-AutocastScope::~AutocastScope() {
-  torch::jit::setAutocastMode(previous_jit_pass_);
-  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  compat::setAutocastEnabled(device_type_, previous_enabled_);
-  compat::setAutocastDtype(device_type_, previous_dtype_);
-}
+AutocastScope::~AutocastScope() { torch::jit::setAutocastMode(previous_jit_pass_); }
 
 std::string oneLineTorchError(const std::exception& error) {
   const auto* torch_error = dynamic_cast<const c10::Error*>(&error);

@@ -10,6 +10,7 @@
 
 #include <torch/script.h>
 
+#include "acprof/autocast_state.h"
 #include "acprof/input_spec.h"
 
 namespace acprof {
@@ -41,9 +42,7 @@ class AutocastScope {
   AutocastScope& operator=(const AutocastScope&) = delete;
 
  private:
-  c10::DeviceType device_type_;
-  bool previous_enabled_;
-  c10::ScalarType previous_dtype_;
+  AutocastStateScope state_;
   bool previous_jit_pass_;
 };
 
