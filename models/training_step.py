@@ -47,7 +47,7 @@ def make_step_tensors(stored: StoredSpecs, seed: int = 0, device: str = "cpu"):
 def collect_tensors(output) -> List[torch.Tensor]:
     """Every tensor of a model's output in order: a tensor, or the elements of tuples and
     lists and the values of dicts (in insertion order), recursively, as the recorder's
-    collectTensors takes them."""
+    tensorsIn takes them."""
     if isinstance(output, torch.Tensor):
         return [output]
     if isinstance(output, (tuple, list)):

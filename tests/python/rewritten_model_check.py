@@ -6,10 +6,15 @@ exits non-zero unless every parameter gradient and buffer is bitwise equal.
 Called by rewriter_end_to_end_tests after each rewrite.
 """
 import argparse
+import os
 import re
 import sys
 
 import torch
+
+# The reference models' helpers: the loss takes every tensor of the output as acprof does.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
+from training_step import collect_tensors  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64, "int32": torch.int32,
           "bool": torch.bool}
@@ -27,23 +32,12 @@ def make_input(spec):
     return torch.randint(low, high, shape, dtype=dtype)
 
 
-def tensors_in(value):
-    """Every tensor of a model output, depth first, as acprof's loss takes them."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return [t for element in value for t in tensors_in(element)]
-    return []
-
-
 def train_step(path, inputs):
     module = torch.jit.load(path)
     module.train()
     torch.manual_seed(1)
     output = module(*inputs)
-    tensors = tensors_in(output)
+    tensors = collect_tensors(output)
     sum(t.float().mean() for t in tensors if t.is_floating_point()).backward()
     grads = {name: p.grad for name, p in module.named_parameters()}
     buffers = {name: b for name, b in module.named_buffers()}
