@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "acprof/optimizer.h"
 #include "acprof/profile_format.h"
 #include "acprof/recorder.h"
 #include "commands.h"
@@ -71,8 +72,10 @@ void addProfileCommand(CLI::App& app) {
   cmd->add_option("--loss", args->loss, "loss of the output: auto (the model's scalar output, else mean), sum, "
                                         "mean, cross_entropy")
       ->check(CLI::IsMember({"auto", "sum", "mean", "cross_entropy"}));
-  cmd->add_option("--optimizer", args->optimizer, "optimizer step after backward")
-      ->check(CLI::IsMember({"none", "sgd", "adam"}));
+  cmd->add_option("--optimizer", args->optimizer,
+                  "optimizer step after backward, LibTorch's torch::optim with PyTorch's defaults: sgd "
+                  "(lr 0.01, momentum 0.9), adam (lr 1e-3), adamw (lr 1e-3, weight decay 1e-2)")
+      ->check(CLI::IsMember(acprof::optimizerKinds()));
   cmd->add_option("--autocast", args->autocast,
                   "run forward and the loss under autocast: bfloat16, float16 or off (default: what the model "
                   "archive records, else off)");

@@ -6,3 +6,9 @@ acprof_add_test(profiler_tests
   SOURCES profiler_input_spec_test.cpp profiler_recorder_test.cpp profiler_cli_test.cpp profiler_cut_facts_test.cpp
   LIBS acprof_recorder
   FIXTURES test_models)
+
+# The optimizer step (LibTorch's torch::optim) in profiles, and through profile, plan and rewrite.
+acprof_add_test(optimizer_tests
+  SOURCES optimizer_test.cpp
+  LIBS acprof_recorder acprof_planner
+  FIXTURES test_models)

@@ -6,6 +6,7 @@
 
 #include <ATen/Context.h>
 
+#include "acprof/optimizer.h"
 #include "acprof/rewriter.h"
 
 namespace acprof {
@@ -17,12 +18,13 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-// Forward, loss and backward, as the profile measured them (no optimizer step:
-// it costs the same in both models).
-double stepTimeUs(torch::jit::Module& module, const std::vector<at::Tensor>& inputs, const at::Tensor& target,
-                  const StepConfig& config) {
+// Forward, loss, backward and the optimizer step, as the profile measured them:
+// the plan's extra time is a share of that whole iteration.
+double stepTimeUs(torch::jit::Module& module, Optimizer& optimizer, const std::vector<at::Tensor>& inputs,
+                  const at::Tensor& target, const StepConfig& config) {
   const auto start = std::chrono::steady_clock::now();
   runTrainingStep(module, inputs, target, config);
+  optimizer.step();
   if (config.device.rfind("cuda", 0) == 0) at::globalContext().lazyInitCUDA();
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 }
@@ -36,12 +38,14 @@ StepTimes timeRewrite(const std::string& original_path, const std::string& rewri
   const ExecutorModeGuard executor_mode(/*optimize=*/false);
   torch::jit::Module original = loadModel(original_path, config.device);
   torch::jit::Module rewritten = loadModel(rewritten_path, config.device);
-  stepTimeUs(original, inputs, target, config);  // warm-up, never measured
-  stepTimeUs(rewritten, inputs, target, config);
+  Optimizer original_optimizer(config.optimizer, original), rewritten_optimizer(config.optimizer, rewritten);
+  // Warm-up, never measured; it also makes the optimizer's state, as the profile's warm-up did.
+  stepTimeUs(original, original_optimizer, inputs, target, config);
+  stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config);
   std::vector<double> original_us, rewritten_us;
   for (int round = 0; round < rounds; ++round) {
-    original_us.push_back(stepTimeUs(original, inputs, target, config));
-    rewritten_us.push_back(stepTimeUs(rewritten, inputs, target, config));
+    original_us.push_back(stepTimeUs(original, original_optimizer, inputs, target, config));
+    rewritten_us.push_back(stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config));
   }
   return StepTimes{median(original_us), median(rewritten_us), rounds};
 }

@@ -6,8 +6,12 @@
 #include <torch/version.h>
 
 #include <cstdint>
+#include <sstream>
+#include <string>
+#include <type_traits>
 
 #include <ATen/autocast_mode.h>
+#include <ATen/core/Tensor.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
@@ -54,5 +58,19 @@ inline void setAutocastDtype(c10::DeviceType device, c10::ScalarType dtype) {
     at::autocast::set_autocast_gpu_dtype(dtype);
 }
 #endif
+
+// A parameter's key in torch::optim::Optimizer::state() (a StateMap): 1.13 keys
+// it by the TensorImpl's address printed as text, 2.x by the address itself.
+// Chosen by the map's key type, so no version boundary has to be guessed.
+template <typename StateMap>
+typename StateMap::key_type optimizerStateKey(const at::Tensor& parameter) {
+  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
+    std::ostringstream text;  // what 1.13's c10::guts::to_string does with a pointer
+    text << parameter.unsafeGetTensorImpl();
+    return text.str();
+  } else {
+    return parameter.unsafeGetTensorImpl();
+  }
+}
 
 }  // namespace acprof::compat

@@ -16,6 +16,7 @@
 
 #include "acprof/cut_facts.h"
 #include "acprof/forward_graph.h"
+#include "acprof/optimizer.h"
 #include "acprof/training_step.h"
 #include "instrumented_graph.h"
 #include "recording_session.h"
@@ -116,9 +117,9 @@ std::vector<StaticStorage> staticStorages(const torch::jit::Module& module, cons
   for (size_t i = 0; i < run.inputs.size(); ++i)
     addStatic(out, seen, run.inputs[i], Category::Input, fmt::format("input{}", i));
   addStatic(out, seen, run.target, Category::Input, "target");
-  int index = 0;
-  for (const at::Tensor& t : optimizer.stateTensors())
-    addStatic(out, seen, t, Category::OptimizerState, fmt::format("optimizer_state{}", index++));
+  for (const auto& p : module.named_parameters(true))
+    for (const auto& [state_name, t] : optimizer.stateOf(p.value))
+      addStatic(out, seen, t, Category::OptimizerState, fmt::format("{}.{}", p.name, state_name));
   return out;
 }
 
@@ -468,9 +469,7 @@ Profile recordProfile(const RecordOptions& options) {
   profile.meta.warmup_iters = options.warmup_iters;
   profile.meta.measured_iters = options.measured_iters;
 
-  std::vector<at::Tensor> parameters;
-  for (const at::Tensor& p : module.parameters()) parameters.push_back(p);
-  Optimizer optimizer(options.optimizer, parameters);
+  Optimizer optimizer(options.optimizer, module);
   InstrumentedForward forward(graph);
   const c10::DeviceType device_type = c10::Device(options.device).type();
 

@@ -184,60 +184,6 @@ at::Tensor computeLoss(const c10::IValue& output, const std::string& loss_kind, 
   return total;
 }
 
-Optimizer::Optimizer(std::string kind, std::vector<at::Tensor> parameters)
-    : kind_(std::move(kind)), parameters_(std::move(parameters)) {
-  if (kind_ != "none" && kind_ != "sgd" && kind_ != "adam")
-    throw RecordError(fmt::format("unknown optimizer '{}'; use none, sgd or adam", kind_));
-}
-
-void Optimizer::step() {
-  if (kind_ == "none") return;
-  at::NoGradGuard no_grad;
-  ++step_count_;
-  const bool first = first_moments_.empty();
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    at::Tensor& parameter = parameters_[i];
-    const at::Tensor& grad = parameter.grad();
-    if (!grad.defined()) {
-      if (first) first_moments_.emplace_back(), second_moments_.emplace_back();
-      continue;
-    }
-    if (kind_ == "sgd") {
-      // torch.optim.SGD(lr=0.01, momentum=0.9): buf = grad on the first step, then buf*m + grad.
-      constexpr double kLearningRate = 0.01, kMomentum = 0.9;
-      if (first) {
-        first_moments_.push_back(grad.clone());
-      } else if (!first_moments_[i].defined()) {
-        first_moments_[i] = grad.clone();
-      } else {
-        first_moments_[i].mul_(kMomentum).add_(grad);
-      }
-      parameter.add_(first_moments_[i], -kLearningRate);
-    } else {
-      // torch.optim.Adam(lr=1e-3, betas=(0.9, 0.999), eps=1e-8).
-      constexpr double kLearningRate = 1e-3, kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
-      if (first) {
-        first_moments_.push_back(at::zeros_like(parameter));
-        second_moments_.push_back(at::zeros_like(parameter));
-      }
-      first_moments_[i].mul_(kBeta1).add_(grad, 1 - kBeta1);
-      second_moments_[i].mul_(kBeta2).addcmul_(grad, grad, 1 - kBeta2);
-      const double bias1 = 1 - std::pow(kBeta1, static_cast<double>(step_count_));
-      const double bias2 = 1 - std::pow(kBeta2, static_cast<double>(step_count_));
-      const at::Tensor denominator = (second_moments_[i].sqrt() / std::sqrt(bias2)).add_(kEps);
-      parameter.addcdiv_(first_moments_[i], denominator, -kLearningRate / bias1);
-    }
-  }
-}
-
-std::vector<at::Tensor> Optimizer::stateTensors() const {
-  std::vector<at::Tensor> state;
-  for (const auto* moments : {&first_moments_, &second_moments_})
-    for (const at::Tensor& t : *moments)
-      if (t.defined()) state.push_back(t);
-  return state;
-}
-
 void clearGradients(torch::jit::Module& module) {
   for (at::Tensor parameter : module.parameters()) parameter.mutable_grad() = at::Tensor();
 }

@@ -171,7 +171,7 @@ struct ProfileMeta {
   std::string target_spec;                // "" when the model returns the loss
   std::string loss = "mean";              // model|sum|mean|cross_entropy
   std::string autocast;                   // "" or the autocast dtype forward ran under ("bfloat16")
-  std::string optimizer = "none";         // none|sgd|adam
+  std::string optimizer = "none";         // none|sgd|adam|adamw (torch::optim)
   int warmup_iters = 0;
   int measured_iters = 0;
   int64_t allocator_bytes_at_start = 0;   // the allocator's counter before the first event

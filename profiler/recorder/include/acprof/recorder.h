@@ -25,7 +25,7 @@ struct RecordOptions {
   std::vector<std::string> input_specs;   // empty: read from the model archive
   std::string target_spec;                // empty: from the archive, or none
   std::string loss = "auto";              // auto | sum | mean | cross_entropy
-  std::string optimizer = "none";         // none | sgd | adam
+  std::string optimizer = "none";         // one of optimizerKinds() (acprof/optimizer.h)
   std::string autocast;                   // "" (from the archive, else off) | bfloat16 | float16 | off
   std::string device = "cpu";
   int warmup_iters = 1;

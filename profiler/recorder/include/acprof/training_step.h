@@ -19,7 +19,7 @@ struct StepConfig {
   std::vector<InputSpec> inputs;
   std::optional<InputSpec> target;  // required for cross_entropy
   std::string loss = "auto";        // auto | sum | mean | cross_entropy
-  std::string optimizer = "none";   // none | sgd | adam
+  std::string optimizer = "none";   // one of optimizerKinds() (acprof/optimizer.h)
   std::string device = "cpu";       // cpu | cuda | cuda:N
   std::string autocast;             // "" or the dtype forward and loss run under autocast
   uint64_t seed = 0;
@@ -76,24 +76,6 @@ at::Tensor makeTensor(const InputSpec& spec, const std::string& device);
 // and the config says auto; otherwise the config's choice ("auto" means "mean").
 std::string resolveLossKind(const c10::IValue& output, const std::string& requested);
 at::Tensor computeLoss(const c10::IValue& output, const std::string& loss_kind, const at::Tensor& target);
-
-// A plain optimizer over the module's parameters, written out so that what it
-// allocates is visible: SGD with momentum 0.9 (lr 0.01) or Adam (lr 1e-3).
-class Optimizer {
- public:
-  Optimizer(std::string kind, std::vector<at::Tensor> parameters);
-  void step();
-  // Tensors the optimizer keeps between steps (momentum buffers, moments).
-  std::vector<at::Tensor> stateTensors() const;
-  const std::string& kind() const { return kind_; }
-
- private:
-  std::string kind_;
-  std::vector<at::Tensor> parameters_;
-  std::vector<at::Tensor> first_moments_;   // SGD momentum buffer, Adam exp_avg
-  std::vector<at::Tensor> second_moments_;  // Adam exp_avg_sq
-  int64_t step_count_ = 0;
-};
 
 // Resets every parameter's .grad to undefined, as optimizer.zero_grad(set_to_none=True).
 void clearGradients(torch::jit::Module& module);
