@@ -1,10 +1,13 @@
 #include "ops/checkpoint_op.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
+
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
 #include "acprof/autocast_state.h"
+#include "acprof/ops.h"
 #include "ops/rng_state.h"
 
 namespace acprof {
@@ -148,6 +151,10 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
 std::vector<at::Tensor> checkpoint(c10::intrusive_ptr<Segment> segment, at::TensorList inputs) {
   // at::TensorList, not std::vector: Function::apply only tracks tensors it can see as tensors.
   return CheckpointFunction::apply(std::move(segment), inputs, at::GradMode::is_enabled());
+}
+
+bool checkpointOperatorRegistered() {
+  return c10::Dispatcher::singleton().findSchema({kCheckpointOperator, ""}).has_value();
 }
 
 }  // namespace acprof
