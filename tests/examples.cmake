@@ -4,13 +4,18 @@
 # the original and the rewritten model; the example exits 1 unless they train bit for bit alike.
 # 70% is reachable on both models with room to spare (smallest peaks: gpt_traced 63%, cnn_traced 62%).
 
-# acprof_add_example_test(<name> <model file> <script> [script arguments...])
-function(acprof_add_example_test name model script)
+# acprof_add_example_run(<name> <model file> <command> [arguments...])
+function(acprof_add_example_run name model)
   add_test(NAME ${name}
            COMMAND bash ${CMAKE_SOURCE_DIR}/examples/rewrite_for_test.sh $<TARGET_FILE:acprof>
-                   ${ACPROF_TEST_MODELS_DIR}/${model} 70%
-                   ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/examples/${script} --ops $<TARGET_FILE:acprof_ops> ${ARGN})
+                   ${ACPROF_TEST_MODELS_DIR}/${model} 70% ${ARGN})
   set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED test_models TIMEOUT 120)
+endfunction()
+
+# acprof_add_example_test(<name> <model file> <script> [script arguments...])
+function(acprof_add_example_test name model script)
+  acprof_add_example_run(${name} ${model}
+                         ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/examples/${script} --ops $<TARGET_FILE:acprof_ops> ${ARGN})
 endfunction()
 
 # AdamW + StepLR for 5 steps, then a checkpoint saved halfway, reloaded and continued.
@@ -25,3 +30,21 @@ acprof_add_example_test(example_train_rewritten_cnn cnn_traced.pt train_rewritte
 acprof_add_example_test(example_train_ddp_gpt gpt_traced.pt train_ddp.py)
 acprof_add_example_test(example_train_ddp_cnn cnn_traced.pt train_ddp.py)
 set_tests_properties(example_train_ddp_gpt example_train_ddp_cnn PROPERTIES PROCESSORS 2)
+
+# The C++ example (examples/train_rewritten.cpp) is built the way a user builds it: as a
+# project of its own against `cmake --install`'s prefix, with find_package(acprof). That one
+# build is the install test and the fixture of the C++ example's runs; the example is not also
+# built in this tree, to keep CI to one compile of it.
+set(ACPROF_INSTALL_TEST_DIR ${CMAKE_BINARY_DIR}/install-test)
+add_test(NAME install_and_build_cpp_example
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install_test.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR}
+                 ${ACPROF_INSTALL_TEST_DIR} ${CMAKE_GENERATOR} ${CMAKE_CXX_COMPILER} ${Torch_DIR})
+# One compile against LibTorch: configure and build took 22 s on a 2-core machine.
+set_tests_properties(install_and_build_cpp_example PROPERTIES FIXTURES_SETUP cpp_example TIMEOUT 300)
+
+# AdamW + StepLR for 5 steps in C++: losses, parameters and buffers equal bit for bit.
+# GPT: dropout replayed by the recompute; CNN: batch-norm running statistics.
+acprof_add_example_run(example_train_rewritten_cpp_gpt gpt_traced.pt ${ACPROF_INSTALL_TEST_DIR}/example/train_rewritten)
+acprof_add_example_run(example_train_rewritten_cpp_cnn cnn_traced.pt ${ACPROF_INSTALL_TEST_DIR}/example/train_rewritten)
+set_tests_properties(example_train_rewritten_cpp_gpt example_train_rewritten_cpp_cnn
+                     PROPERTIES FIXTURES_REQUIRED "test_models;cpp_example")
