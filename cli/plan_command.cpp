@@ -16,13 +16,14 @@ struct PlanArgs {
   std::string profile_path = "profile.json";
   std::string budget;
   std::string solver = "mu-two";
+  double time_limit_s = kDefaultSearchSeconds;
   std::string output = "plan.json";
 };
 
 void runPlan(const PlanArgs& args) {
   checkOutputPath(args.output, {args.profile_path});
   const Profile profile = readProfileFile(args.profile_path);
-  const Plan plan = planRecompute(profile, PlanRequest{args.profile_path, args.budget, args.solver});
+  const Plan plan = planRecompute(profile, PlanRequest{args.profile_path, args.budget, args.solver, args.time_limit_s});
   writePlanFile(plan, args.output);
   std::cout << planSummaryText(plan) << fmt::format("wrote {}\n", args.output);
 }
@@ -37,8 +38,12 @@ void addPlanCommand(CLI::App& app) {
                   "peak memory to fit: bytes, 6GB / 1.5TB (powers of 1000), 512MiB / 6GiB (powers of 1024), "
                   "or 60% of the profiled peak")
       ->required();
-  cmd->add_option("--solver", args->solver, "mu-two (default), chen (sqrt(n) segments), none")
+  cmd->add_option("--solver", args->solver,
+                  "mu-two (default, greedy), optimal (exhaustive search, small graphs), chen (sqrt(n) segments), none")
       ->check(CLI::IsMember(solverNames()));
+  cmd->add_option("--time-limit", args->time_limit_s,
+                  "seconds --solver optimal may search before it returns its best plan so far (default 10)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("-o,--output", args->output, "plan to write (default plan.json)");
   cmd->callback([args] { runPlan(*args); });
 }

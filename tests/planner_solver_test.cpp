@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "planner_test_profiles.h"
 
 namespace acprof {
@@ -11,6 +13,9 @@ namespace {
 
 using testing::chainProfile;
 using testing::residualNetworkProfile;
+
+// Enough for the exact solver's property checks; its own tests give it longer.
+constexpr double kShortSearchSeconds = 0.2;
 
 // Chain of 4 (planner_simulator_test.cpp works out its timelines): no recompute
 // peaks at 1500; [0, 1] gives 1400; [1, 2], [2, 3], [0, 2] and [0, 3] give 1500 or more.
@@ -68,7 +73,7 @@ TEST(PlannerSolver, UnknownSolverIsAnError) {
   const Profile p = chainProfile(4, 100, {1, 1, 1, 1});
   const Simulator simulator(p);
   try {
-    solveRecompute(simulator, "optimal", 1000);
+    solveRecompute(simulator, "magic", 1000);
     FAIL() << "an unknown solver was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Usage);
@@ -86,7 +91,7 @@ TEST(PlannerSolver, NoSolverExceedsTheBaselineOrTheBudget) {
       for (double fraction : {1.0, 0.9, 0.7, 0.5, 0.3}) {
         const int64_t budget = static_cast<int64_t>(fraction * baseline);
         try {
-          const SolverResult r = solveRecompute(simulator, solver, budget);
+          const SolverResult r = solveRecompute(simulator, solver, budget, kShortSearchSeconds);
           EXPECT_LE(r.simulation.peak_bytes, budget) << solver << " " << fraction;
           EXPECT_LE(r.simulation.peak_bytes, baseline) << solver << " " << fraction;
           EXPECT_EQ(r.simulation.peak_bytes, simulator.simulate(r.decision).peak_bytes);
@@ -142,6 +147,114 @@ TEST(PlannerSolver, SameInputsGiveTheSamePlan) {
     EXPECT_EQ(a.decision, b.decision) << solver;
     EXPECT_EQ(a.simulation.peak_bytes, b.simulation.peak_bytes) << solver;
   }
+}
+
+}  // namespace
+}  // namespace acprof
+
+namespace acprof {
+namespace {
+
+// Every set of non-overlapping legal ranges over all nodes, judged by the
+// simulator: the ground truth the exact solver must match on small graphs.
+// Returns the lowest peak and, if `budget_bytes` is reachable, the least extra
+// time of a plan that fits.
+struct BruteForceBest {
+  int64_t lowest_peak = 0;
+  double least_time_that_fits = -1;
+};
+BruteForceBest bruteForce(const Simulator& simulator, int64_t budget_bytes) {
+  const int n = static_cast<int>(simulator.profile().nodes.size());
+  BruteForceBest best{simulator.simulate({}).peak_bytes, -1};
+  RecomputeDecision decision;
+  std::function<void(int)> walk = [&](int first) {
+    const SimulationResult s = simulator.simulate(decision);
+    best.lowest_peak = std::min(best.lowest_peak, s.peak_bytes);
+    if (s.peak_bytes <= budget_bytes && (best.least_time_that_fits < 0 || s.extra_time_us < best.least_time_that_fits))
+      best.least_time_that_fits = s.extra_time_us;
+    for (int a = first; a < n; ++a)
+      for (int b = a; b < n; ++b) {
+        if (!simulator.segmentProblem({a, b}).empty()) continue;
+        decision.push_back({a, b});
+        walk(b + 1);
+        decision.pop_back();
+      }
+  };
+  walk(0);
+  return best;
+}
+
+// The chain of 4 worked out above: [0, 1] (1400 B, 11 us) is the only plan at
+// or below 1450, and nothing goes below 1400; the search proves both.
+TEST(PlannerSolverOptimal, FindsTheHandWorkedOptimumOfTheChainAndProvesIt) {
+  const Profile p = chainProfile(4, 100, {10, 1, 1, 10});
+  const Simulator simulator(p);
+  const SolverResult fits = solveOptimal(simulator, 1450, 10);
+  EXPECT_EQ(fits.decision, (RecomputeDecision{{0, 1}}));
+  EXPECT_DOUBLE_EQ(fits.simulation.extra_time_us, 11);
+  EXPECT_TRUE(fits.search.proven_optimal);
+  try {
+    solveRecompute(simulator, "optimal", 1399);
+    FAIL() << "1399 B was met";
+  } catch (const InfeasibleBudget& e) {
+    EXPECT_EQ(e.smallest_peak_bytes, 1400);
+    EXPECT_NE(std::string(e.what()).find("optimal: every segment set searched"), std::string::npos) << e.what();
+  }
+}
+
+// On residual networks small enough to enumerate every plan: the exact
+// solver's floor and its least time under a budget are the brute force's.
+// (Its pruning bound and its skipping of segments that drop nothing would
+// show here as a higher floor or a slower plan.)
+TEST(PlannerSolverOptimal, MatchesBruteForceOnSmallNetworks) {
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+    const Profile p = residualNetworkProfile(2, seed);
+    const Simulator simulator(p);
+    const int64_t baseline = simulator.simulate({}).peak_bytes;
+    for (double fraction : {0.9, 0.8, 0.7}) {
+      const int64_t budget = static_cast<int64_t>(fraction * baseline);
+      const BruteForceBest truth = bruteForce(simulator, budget);
+      const SolverResult optimal = solveOptimal(simulator, budget, 10);
+      ASSERT_TRUE(optimal.search.proven_optimal);
+      if (truth.least_time_that_fits < 0) {
+        EXPECT_GT(optimal.simulation.peak_bytes, budget) << "seed " << seed;
+        EXPECT_EQ(optimal.simulation.peak_bytes, truth.lowest_peak) << "seed " << seed << " " << fraction;
+      } else {
+        EXPECT_LE(optimal.simulation.peak_bytes, budget) << "seed " << seed;
+        EXPECT_DOUBLE_EQ(optimal.simulation.extra_time_us, truth.least_time_that_fits) << "seed " << seed << " " << fraction;
+      }
+    }
+  }
+}
+
+// Stopped by its time limit, the search says so, still returns a plan no
+// worse than mu-two's, and names a lower bound below that plan's peak.
+TEST(PlannerSolverOptimal, StopsAtTheTimeLimitAndSaysItIsNotProven) {
+  const Profile p = residualNetworkProfile(40, 5);
+  const Simulator simulator(p);
+  const SolverResult mu = solveMuTwo(simulator, 1);
+  const SolverResult optimal = solveOptimal(simulator, 1, 0.05);
+  EXPECT_FALSE(optimal.search.proven_optimal);
+  EXPECT_LE(optimal.simulation.peak_bytes, mu.simulation.peak_bytes);
+  EXPECT_LE(optimal.search.peak_lower_bound_bytes, optimal.simulation.peak_bytes);
+  EXPECT_NE(searchReportText(optimal.search, optimal.simulation.peak_bytes).find("not proven optimal"),
+            std::string::npos);
+}
+
+// Where the greedy stalls (it only grows segments, each choice must lower the
+// peak), the refining moves reach a lower floor on some of these networks, and
+// never a higher one.
+TEST(PlannerSolverOptimal, RefiningMovesLowerTheGreedysFloorWhereItStalls) {
+  int lowered = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const Profile p = residualNetworkProfile(8, seed);
+    const Simulator simulator(p);
+    const int64_t greedy = solveMuTwoUnrefined(simulator, 1).simulation.peak_bytes;
+    const int64_t refined = solveMuTwo(simulator, 1).simulation.peak_bytes;
+    EXPECT_LE(refined, greedy) << "seed " << seed;
+    lowered += refined < greedy;
+  }
+  EXPECT_GT(lowered, 0);
 }
 
 }  // namespace

@@ -59,6 +59,16 @@ void MaxSegmentTree::add(int node, int node_begin, int node_end, int begin, int 
   max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
 }
 
+int64_t MaxSegmentTree::maxIn(int begin, int end) const { return maxIn(1, 0, size_, begin, end); }
+
+int64_t MaxSegmentTree::maxIn(int node, int node_begin, int node_end, int begin, int end) const {
+  if (end <= node_begin || node_end <= begin) return kNeverPeak;
+  if (begin <= node_begin && node_end <= end) return max_[node];
+  const int middle = (node_begin + node_end) / 2;
+  return std::max(maxIn(2 * node, node_begin, middle, begin, end), maxIn(2 * node + 1, middle, node_end, begin, end)) +
+         add_[node];
+}
+
 int MaxSegmentTree::leftmostMaxLeaf() const {
   int node = 1;
   int64_t target = max_[1];

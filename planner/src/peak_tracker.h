@@ -19,11 +19,13 @@ class MaxSegmentTree {
   explicit MaxSegmentTree(const std::vector<int64_t>& leaf_values);
   void add(int begin, int end, int64_t delta);  // [begin, end)
   int64_t max() const { return max_[1]; }
+  int64_t maxIn(int begin, int end) const;  // over [begin, end); the padding minimum if empty
   int leftmostMaxLeaf() const;
   int64_t valueAt(int leaf) const;
 
  private:
   void add(int node, int node_begin, int node_end, int begin, int end, int64_t delta);
+  int64_t maxIn(int node, int node_begin, int node_end, int begin, int end) const;
   int size_ = 1;
   std::vector<int64_t> max_;    // max of the subtree, including add_ of this node
   std::vector<int64_t> add_;    // pending addition to the whole subtree
@@ -36,6 +38,7 @@ class PeakTracker : public DecisionView {
   int64_t peakBytes() const { return tree_.max(); }
   int peakLeaf() const { return tree_.leftmostMaxLeaf(); }
   int64_t liveBytesAt(int leaf) const { return tree_.valueAt(leaf); }
+  int64_t peakBytesIn(int begin_leaf, int end_leaf) const { return tree_.maxIn(begin_leaf, end_leaf); }
 
   // Takes `removed` (segments of the current decision) out and puts `added` in.
   void replace(const std::vector<NodeRange>& removed, const std::vector<NodeRange>& added);

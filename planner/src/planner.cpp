@@ -14,6 +14,7 @@ Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, in
   plan.model_path = profile.meta.model_path;
   plan.profile_path = request.profile_path;
   plan.solver = request.solver;
+  plan.solver_report = searchReportText(solution.search, solution.simulation.peak_bytes);
   plan.budget_text = request.budget_text;
   plan.budget_bytes = budget_bytes;
   plan.baseline_peak_bytes = simulator.simulate({}).peak_bytes;
@@ -30,7 +31,7 @@ Plan planRecompute(const Profile& profile, const PlanRequest& request) {
   const Simulator simulator(profile);
   const int64_t baseline_peak_bytes = simulator.simulate({}).peak_bytes;
   const int64_t budget_bytes = parseBudget(request.budget_text, baseline_peak_bytes);
-  const SolverResult solution = solveRecompute(simulator, request.solver, budget_bytes);
+  const SolverResult solution = solveRecompute(simulator, request.solver, budget_bytes, request.time_limit_s);
   return planFromSolution(simulator, request, budget_bytes, solution);
 }
 
@@ -43,6 +44,7 @@ std::string planSummaryText(const Plan& plan) {
       plan.baseline_iteration_time_us > 0 ? 100.0 * plan.extra_time_us / plan.baseline_iteration_time_us : 0.0;
   std::string text;
   text += fmt::format("{:<16}{}\n", "solver", plan.solver);
+  if (!plan.solver_report.empty()) text += fmt::format("{:<16}{}\n", "search", plan.solver_report);
   text += fmt::format("{:<16}{} ({} B)\n", "budget", formatBytes(plan.budget_bytes), plan.budget_bytes);
   text += fmt::format("{:<16}{} ({} B)\n", "baseline peak", formatBytes(plan.baseline_peak_bytes),
                       plan.baseline_peak_bytes);

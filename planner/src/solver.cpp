@@ -30,27 +30,33 @@ std::string infeasibleMessage(const Simulator& simulator, const std::string& sol
 }  // namespace
 
 const std::vector<std::string>& solverNames() {
-  static const std::vector<std::string> names = {"mu-two", "chen", "none"};
+  static const std::vector<std::string> names = {"mu-two", "optimal", "chen", "none"};
   return names;
 }
 
-SolverResult solveRecompute(const Simulator& simulator, const std::string& solver, int64_t budget_bytes) {
+SolverResult solveRecompute(const Simulator& simulator, const std::string& solver, int64_t budget_bytes,
+                            double time_limit_s) {
   SolverResult result;
   if (solver == "mu-two")
     result = solveMuTwo(simulator, budget_bytes);
+  else if (solver == "optimal")
+    result = solveOptimal(simulator, budget_bytes, time_limit_s);
   else if (solver == "chen")
     result = solveChen(simulator, budget_bytes);
   else if (solver == "none")
     result = solveNone(simulator, budget_bytes);
   else
-    throw Error(ErrorKind::Usage, fmt::format("unknown solver '{}'; use mu-two, chen or none", solver));
+    throw Error(ErrorKind::Usage, fmt::format("unknown solver '{}'; use mu-two, optimal, chen or none", solver));
 
   // A plan must never make things worse than doing nothing.
   const SimulationResult baseline = simulator.simulate({});
-  if (result.simulation.peak_bytes > baseline.peak_bytes) result = SolverResult{{}, baseline};
-  if (result.simulation.peak_bytes > budget_bytes)
-    throw InfeasibleBudget(infeasibleMessage(simulator, solver, budget_bytes, result.simulation),
-                           result.simulation.peak_bytes);
+  if (result.simulation.peak_bytes > baseline.peak_bytes) result = SolverResult{{}, baseline, result.search};
+  if (result.simulation.peak_bytes > budget_bytes) {
+    std::string message = infeasibleMessage(simulator, solver, budget_bytes, result.simulation);
+    const std::string search = searchReportText(result.search, result.simulation.peak_bytes);
+    if (!search.empty()) message += " (" + search + ")";
+    throw InfeasibleBudget(message, result.simulation.peak_bytes);
+  }
   return result;
 }
 

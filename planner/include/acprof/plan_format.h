@@ -43,7 +43,8 @@ struct Plan {
   std::string model_sha256;   // the profile's; the rewriter refuses any other model
   std::string model_path;     // the profile's, the default model for 'acprof rewrite'
   std::string profile_path;
-  std::string solver;         // mu-two | chen | none
+  std::string solver;         // mu-two | optimal | chen | none
+  std::string solver_report;  // how a searching solver ended (proven optimal or not), "" for the others
   std::string budget_text;    // as the user typed it
   int64_t budget_bytes = 0;
   int64_t baseline_peak_bytes = 0;   // simulated with no recompute (equals the profile's peak)
@@ -57,6 +58,11 @@ struct Plan {
 
 std::string planToJson(const Plan& plan);
 Plan planFromJson(const std::string& json_text, const std::string& source_name);  // throws FormatError
+// A plan names nodes, steps and tensors of the profile it was made from; read
+// with that profile, it must be for the same model and every index must point
+// into it, so that viz and the rewrite's report can index without checking.
+// Throws FormatError naming what does not match and the fix.
+void checkPlanMatchesProfile(const Plan& plan, const Profile& profile);
 Plan readPlanFile(const std::string& path);
 void writePlanFile(const Plan& plan, const std::string& path);  // whole or nothing
 

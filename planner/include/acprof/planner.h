@@ -26,6 +26,7 @@ struct PlanRequest {
   std::string profile_path;   // recorded in the plan
   std::string budget_text;    // as typed: "6GB", "60%"
   std::string solver = "mu-two";
+  double time_limit_s = kDefaultSearchSeconds;  // for --solver optimal
 };
 
 // Parses the budget, solves, and fills every field of the plan. Throws

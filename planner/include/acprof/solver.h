@@ -2,7 +2,8 @@
 // fits a budget. One file per strategy (src/solver_*.cpp), all returning a
 // SolverResult whose numbers come from the one Simulator, so strategies are
 // compared on the same ruler. All are deterministic: the same profile and
-// budget give the same decision.
+// budget give the same decision; the exact solver only when its search
+// completes (stopped by its time limit, it returns the best plan found so far).
 #pragma once
 
 #include <cstdint>
@@ -15,9 +16,22 @@
 
 namespace acprof {
 
+// How a search ended, for solvers that search exhaustively.
+struct SearchReport {
+  bool searched = false;        // false: the solver does not search (the fields below mean nothing)
+  bool proven_optimal = false;  // every candidate plan was judged: none beats the result
+  long decisions_evaluated = 0; // complete plans the simulator judged
+  double seconds = 0;
+  int64_t peak_lower_bound_bytes = 0;  // no decision peaks below this (static + non-forward tensors)
+};
+
+// How long `--solver optimal` searches unless told otherwise.
+inline constexpr double kDefaultSearchSeconds = 10;
+
 struct SolverResult {
   RecomputeDecision decision;
   SimulationResult simulation;  // of `decision`, by the Simulator
+  SearchReport search;
 };
 
 // No recompute.
@@ -36,11 +50,28 @@ int activationProducerCount(const Simulator& simulator);
 // added recompute, keeping a choice only if the simulated peak goes down, and
 // stopping as soon as the peak fits the budget. Where the greedy stalls above
 // the budget, Chen's walk with 1 to 2*sqrt(n) segments is tried too and the
-// plan that fits with the least extra time is returned.
+// plan that fits with the least extra time is returned. Last, local moves on
+// whole segments (shift an end, remove, split, merge: see solver_mu_two.cpp)
+// refine that plan while each gives a better one: a lower peak, or the same
+// peak for less time, or, once it fits, less time.
 SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes);
+// The same without the refining moves: the plain greedy (plus Chen's walk), for comparison.
+SolverResult solveMuTwoUnrefined(const Simulator& simulator, int64_t budget_bytes);
+
+// The exact solver: the least extra time under the budget (the lowest peak,
+// then the least time, when nothing fits) over every set of segments whose
+// first and last nodes are compute nodes and which each drop a tensor, judged
+// by the same peak tracker as mu-two. Depth-first, pruned by extra time once a
+// plan fits, starting from mu-two's plan, so never worse than mu-two. It stops
+// after `time_limit_s` and then reports the best plan found as not proven.
+SolverResult solveOptimal(const Simulator& simulator, int64_t budget_bytes, double time_limit_s);
+
+// One line on how a search ended ("" for solvers that do not search): proven
+// optimal, or stopped at the limit with the gap to the peak lower bound.
+std::string searchReportText(const SearchReport& report, int64_t peak_bytes);
 
 // The solvers by name, for the CLI.
-const std::vector<std::string>& solverNames();  // mu-two, chen, none
+const std::vector<std::string>& solverNames();  // mu-two, optimal, chen, none
 
 // The budget cannot be met: the message names the smallest peak the solver
 // reached, what it is made of, and the budget to ask for instead.
@@ -55,6 +86,8 @@ class InfeasibleBudget : public Error {
 // the no-recompute peak (it returns no recompute instead); throws
 // InfeasibleBudget if the peak does not fit the budget, std::invalid_argument
 // for an unknown solver name.
-SolverResult solveRecompute(const Simulator& simulator, const std::string& solver, int64_t budget_bytes);
+// `time_limit_s` bounds the searching solvers (optimal).
+SolverResult solveRecompute(const Simulator& simulator, const std::string& solver, int64_t budget_bytes,
+                            double time_limit_s = kDefaultSearchSeconds);
 
 }  // namespace acprof

@@ -1,0 +1,234 @@
+// The exact solver: every segment set, searched depth first with the peak
+// tracker, pruned by extra time once a plan fits. Exponential in the number of
+// compute nodes: it is the ruler the greedy is measured against on small
+// graphs, and on large ones it stops at its time limit and says so.
+#include <chrono>
+#include <fmt/format.h>
+
+#include "acprof/solver.h"
+#include "peak_tracker.h"
+#include "profile_index.h"
+
+namespace acprof {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often (in visited search nodes) the clock is read.
+constexpr long kClockInterval = 256;
+
+// The peak no decision can go below: static tensors and tensors made outside
+// the forward graph (gradients, loss, optimizer temporaries). memory_rules.h
+// only ever lengthens the latter (a checkpoint holds the gradients it
+// received), and a recompute copy of a forward tensor adds to them, so their
+// live bytes under no recompute are below any decision's at every leaf.
+int64_t peakLowerBound(const ProfileIndex& index) {
+  const int E = index.event_count;
+  std::vector<int64_t> delta(leafCount(E) + 1, 0);
+  for (const TensorRecord& t : index.profile.tensors) {
+    if (t.producer_node >= 0) continue;
+    const int begin = t.alloc_event < 0 ? 0 : eventLeaf(t.alloc_event);
+    const int end = t.free_event >= E ? leafCount(E) : eventLeaf(t.free_event);
+    delta[begin] += t.bytes;
+    delta[end] -= t.bytes;
+  }
+  int64_t live = 0, most = 0;
+  for (int leaf = 0; leaf < leafCount(E); ++leaf) most = std::max(most, live += delta[leaf]);
+  return most;
+}
+
+class ExhaustiveSearch {
+ public:
+  ExhaustiveSearch(const Simulator& simulator, int64_t budget_bytes, double time_limit_s)
+      : simulator_(simulator),
+        index_(simulator.index()),
+        budget_bytes_(budget_bytes),
+        deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s))),
+        tracker_(index_) {
+    forward_time_before_.assign(index_.node_count + 1, 0);
+    for (int n = 0; n < index_.node_count; ++n)
+      forward_time_before_[n + 1] = forward_time_before_[n] + index_.profile.nodes[n].forward_time_us;
+    for (const ForwardNode& node : index_.profile.nodes)
+      if (node.role == CutRole::Compute) compute_nodes_.push_back(node.id);
+  }
+
+  // Starts from `incumbent` (a plan another solver found), so that the search
+  // prunes from its first step and never returns anything worse.
+  SolverResult run(const SolverResult& incumbent, SearchReport& report) {
+    const Clock::time_point start = Clock::now();
+    best_decision_ = incumbent.decision;
+    best_peak_ = incumbent.simulation.peak_bytes;
+    best_time_ = incumbent.simulation.extra_time_us;
+    collectSegmentEnds();
+    collectSettledLeaves();
+    if (!stopped_) search(0, 0);
+    report.searched = true;
+    report.proven_optimal = !stopped_;
+    report.decisions_evaluated = leaves_;
+    report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    report.peak_lower_bound_bytes = peakLowerBound(index_);
+    SolverResult result;
+    result.decision = best_decision_;
+    result.simulation = simulator_.simulate(result.decision);
+    return result;
+  }
+
+ private:
+  bool fits(int64_t peak) const { return peak <= budget_bytes_; }
+
+  // Whether a plan with this peak and time beats the best so far: fitting
+  // beats not fitting; between fitting plans less time wins, then the lower
+  // peak; between plans that do not fit the lower peak wins, then less time.
+  bool better(int64_t peak, double time) const {
+    if (fits(peak) != fits(best_peak_)) return fits(peak);
+    if (fits(peak)) return time < best_time_ || (time == best_time_ && peak < best_peak_);
+    return peak < best_peak_ || (peak == best_peak_ && time < best_time_);
+  }
+
+  double rangeTime(int first, int last) const { return forward_time_before_[last + 1] - forward_time_before_[first]; }
+
+  bool outOfTime() {
+    if (++visited_ % kClockInterval == 0 && Clock::now() > deadline_) stopped_ = true;
+    return stopped_;
+  }
+
+  // For each compute node, the compute nodes a segment starting there may end
+  // at: a legal range (cut_rules.h) with a backward that drops at least one
+  // tensor. A segment that drops nothing only adds time and held inputs, so
+  // no best plan holds one.
+  void collectSegmentEnds() {
+    const int count = static_cast<int>(compute_nodes_.size());
+    segment_ends_.assign(count, {});
+    for (int i = 0; i < count && !outOfTime(); ++i)
+      for (int j = i; j < count; ++j) {
+        const NodeRange range{compute_nodes_[i], compute_nodes_[j]};
+        if (!simulator_.segmentProblem(range).empty()) continue;
+        const SegmentTiming timing = segmentTiming(index_, range);
+        if (timing.has_backward && dropsSomething(timing)) segment_ends_[i].push_back(j);
+      }
+  }
+
+  bool dropsSomething(const SegmentTiming& timing) const {
+    for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
+      for (const int* t = index_.tensors_produced_by_node.begin(n); t != index_.tensors_produced_by_node.end(n); ++t)
+        if (insideRole(index_, *t, timing) == InsideRole::InternalActivation) return true;
+    return false;
+  }
+
+  // Segments that start at compute node i or later change the timeline only
+  // between the forward of node i and the end of the backward of the nodes
+  // from i on (memory_rules.h: every changed interval and recompute block of a
+  // segment lies between its forward and its backward's end, or the original
+  // free of a tensor it makes). Outside that window the live bytes of a
+  // partial decision are final: the bound that prunes the search.
+  void collectSettledLeaves() {
+    const int count = static_cast<int>(compute_nodes_.size());
+    const int E = index_.event_count;
+    settled_forward_end_.assign(count + 1, leafCount(E));
+    settled_backward_begin_.assign(count + 1, 0);
+    int forward_end = leafCount(E), backward_begin = 0;
+    for (int i = count - 1; i >= 0; --i) {
+      const int first = compute_nodes_[i];
+      const int last = i + 1 < count ? compute_nodes_[i + 1] - 1 : index_.node_count - 1;
+      for (int n = first; n <= last; ++n) {
+        const int fs = index_.profile.nodes[n].forward_step;
+        if (fs >= 0) forward_end = std::min(forward_end, blockLeaf(index_.step_first_event[fs]));
+        if (index_.last_backward_step[n] >= 0)
+          backward_begin = std::max(backward_begin, blockLeaf(index_.stepEndEvent(index_.last_backward_step[n])) + 1);
+        for (const int* t = index_.tensors_produced_by_node.begin(n); t != index_.tensors_produced_by_node.end(n); ++t) {
+          // Only an internal activation keeps its own free time (its recomputed copy lives until then).
+          const TensorRecord& tensor = index_.profile.tensors[*t];
+          if (tensor.free_step >= 0 && index_.phaseOfStep(tensor.free_step) == Phase::Backward)
+            backward_begin = std::max(backward_begin, eventLeaf(tensor.free_event) + 1);
+        }
+      }
+      settled_forward_end_[i] = forward_end;
+      settled_backward_begin_[i] = backward_begin;
+    }
+  }
+
+  // The peak no completion of the current partial decision can go below.
+  int64_t settledPeak(int i) const {
+    const int64_t before = tracker_.peakBytesIn(0, settled_forward_end_[i]);
+    const int64_t after = tracker_.peakBytesIn(settled_backward_begin_[i], leafCount(index_.event_count));
+    return std::max(before, after);
+  }
+
+  // Whether no completion of the current partial decision can beat the best plan.
+  bool hopeless(int i, double time_us) const {
+    const int64_t bound = settledPeak(i);
+    if (fits(best_peak_)) return time_us >= best_time_ || bound > budget_bytes_;
+    return bound > best_peak_ || (bound == best_peak_ && time_us >= best_time_);
+  }
+
+  // Decides compute node `i` onwards: either no segment starts there, or one
+  // starts there and ends at one of its legal ends. Extra time only grows
+  // along a branch, so once a plan fits no branch at or above its time can win.
+  void search(int i, double time_us) {
+    if (outOfTime()) return;
+    if (i < static_cast<int>(compute_nodes_.size()) && hopeless(i, time_us)) return;
+    if (fits(best_peak_) && time_us >= best_time_) return;
+    if (i == static_cast<int>(compute_nodes_.size())) {
+      ++leaves_;
+      const int64_t peak = tracker_.peakBytes();
+      if (better(peak, time_us)) {
+        best_peak_ = peak;
+        best_time_ = time_us;
+        best_decision_ = tracker_.decision();
+      }
+      return;
+    }
+    search(i + 1, time_us);
+    for (int j : segment_ends_[i]) {
+      const NodeRange range{compute_nodes_[i], compute_nodes_[j]};
+      tracker_.replace({}, {range});
+      search(j + 1, time_us + rangeTime(range.first_node, range.last_node));
+      tracker_.replace({range}, {});
+      if (stopped_) return;
+    }
+  }
+
+  const Simulator& simulator_;
+  const ProfileIndex& index_;
+  const int64_t budget_bytes_;
+  const Clock::time_point deadline_;
+  PeakTracker tracker_;
+  std::vector<double> forward_time_before_;
+  std::vector<int> compute_nodes_;
+  std::vector<std::vector<int>> segment_ends_;  // per compute node index, indices of legal last nodes
+  std::vector<int> settled_forward_end_;     // per compute node index: leaves before this are final
+  std::vector<int> settled_backward_begin_;  // and leaves from this on
+  RecomputeDecision best_decision_;
+  int64_t best_peak_ = 0;
+  double best_time_ = 0;
+  long visited_ = 0;
+  long leaves_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+SolverResult solveOptimal(const Simulator& simulator, int64_t budget_bytes, double time_limit_s) {
+  // The greedy's plan is the first incumbent: the search then only looks for better ones.
+  SolverResult incumbent = solveMuTwo(simulator, budget_bytes);
+  SearchReport report;
+  SolverResult result = ExhaustiveSearch(simulator, budget_bytes, time_limit_s).run(incumbent, report);
+  result.search = report;
+  return result;
+}
+
+std::string searchReportText(const SearchReport& report, int64_t peak_bytes) {
+  if (!report.searched) return "";
+  if (report.proven_optimal)
+    return fmt::format("optimal: every segment set searched ({} plans in {:.2f} s)", report.decisions_evaluated,
+                       report.seconds);
+  const double gap = peak_bytes > 0 ? 100.0 * static_cast<double>(peak_bytes - report.peak_lower_bound_bytes) /
+                                          static_cast<double>(peak_bytes)
+                                    : 0.0;
+  return fmt::format(
+      "not proven optimal: stopped at the time limit after {} plans in {:.2f} s; no plan can peak below {} "
+      "({:.1f} % under this one); raise --time-limit to search longer",
+      report.decisions_evaluated, report.seconds, formatBytes(report.peak_lower_bound_bytes), gap);
+}
+
+}  // namespace acprof
