@@ -16,6 +16,16 @@ constexpr int kMaxGrowRounds = 8;
 // A refused candidate may grow to a legal one of at least this many nodes.
 constexpr int kMinLegalizedNodes = 64;
 
+// Recomputing one activation: [its producer, its last forward reader], one per activation.
+std::vector<NodeRange> activationRanges(const ProfileIndex& index) {
+  std::vector<NodeRange> ranges;
+  for (const TensorRecord& t : index.profile.tensors) {
+    if (t.category != Category::Activation || t.producer_node < 0) continue;
+    ranges.push_back({t.producer_node, std::max(t.producer_node, index.last_user_node[t.id])});
+  }
+  return ranges;
+}
+
 // A candidate: recompute one activation, i.e. checkpoint [its producer, its last forward reader].
 struct Candidate {
   NodeRange range;
@@ -85,11 +95,7 @@ class MuTwoGreedy {
   };
 
   void collectCandidates() {
-    std::vector<NodeRange> ranges;
-    for (const TensorRecord& t : index_.profile.tensors) {
-      if (t.category != Category::Activation || t.producer_node < 0) continue;
-      ranges.push_back({t.producer_node, std::max(t.producer_node, index_.last_user_node[t.id])});
-    }
+    std::vector<NodeRange> ranges = activationRanges(index_);
     const size_t plain_count = ranges.size();
     for (size_t i = 0; i < plain_count; ++i) {
       const NodeRange grown = grownOverUnsavedBoundaries(ranges[i]);
@@ -221,6 +227,157 @@ class MuTwoGreedy {
   int peak_leaf_ = 0;
 };
 
+// Improves a decision by local moves on whole segments, which the greedy
+// cannot make: it only grows segments, one choice at a time, each of which
+// must lower the peak. A move shifts a segment's first or last node by up to
+// three compute nodes, removes it, splits it in two (with or without a gap of
+// one compute node), or merges it with the next one. Moves are tried segment
+// by segment and the first that gives a better plan for the budget (the order
+// of betterForBudget; a move that keeps the peak but saves time counts) is
+// kept; sweeps repeat until one changes nothing or the move allowance is spent.
+class SegmentRefiner {
+ public:
+  // `candidates`: segments a move may add where no segment is.
+  SegmentRefiner(const Simulator& simulator, int64_t budget_bytes, std::vector<NodeRange> candidates)
+      : simulator_(simulator),
+        index_(simulator.index()),
+        budget_bytes_(budget_bytes),
+        tracker_(index_),
+        candidates_(std::move(candidates)) {
+    forward_time_before_.assign(index_.node_count + 1, 0);
+    for (int n = 0; n < index_.node_count; ++n)
+      forward_time_before_[n + 1] = forward_time_before_[n] + index_.profile.nodes[n].forward_time_us;
+    for (const ForwardNode& node : index_.profile.nodes)
+      if (node.role == CutRole::Compute) compute_nodes_.push_back(node.id);
+  }
+
+  RecomputeDecision run(const RecomputeDecision& start) {
+    tracker_.replace({}, start);
+    peak_ = tracker_.peakBytes();
+    for (const NodeRange& r : start) time_ += rangeTime(r);
+    // Each move costs about one segment's tensors on the tracker; a fixed
+    // allowance (not a clock, so the plan is deterministic) keeps 10k nodes
+    // well under half a second (scripts/bench_plan.sh).
+    long allowance = kMinMoves + kMovesPerNode * index_.node_count;
+    bool changed = true;
+    while (changed && allowance > 0) {
+      changed = false;
+      const size_t segment_count = tracker_.decision().size();
+      for (size_t s = 0; s < segment_count && allowance > 0; ++s) {
+        const RecomputeDecision now = tracker_.decision();
+        if (s >= now.size()) break;
+        for (const Move& move : movesOf(now, s)) {
+          if (--allowance < 0) break;
+          if (tryMove(move)) {
+            changed = true;
+            break;
+          }
+        }
+      }
+      // A segment the greedy rejected may help once the peak has moved.
+      for (const NodeRange& candidate : candidates_) {
+        if (allowance <= 0) break;
+        if (overlapsOrTouches(candidate)) continue;
+        --allowance;
+        changed |= tryMove({{}, {candidate}});
+      }
+    }
+    return tracker_.decision();
+  }
+
+ private:
+  static constexpr long kMinMoves = 3000;
+  static constexpr long kMovesPerNode = 2;
+  static constexpr int kShift = 3;         // compute nodes an end may move by
+  static constexpr int kSplitPoints = 16;  // split points tried per segment, evenly spread
+
+  struct Move {
+    std::vector<NodeRange> removed;
+    std::vector<NodeRange> added;
+  };
+
+  double rangeTime(const NodeRange& r) const {
+    return forward_time_before_[r.last_node + 1] - forward_time_before_[r.first_node];
+  }
+
+  // Index of the first compute node at or after `node` / the last at or before it.
+  int computeAtOrAfter(int node) const {
+    return static_cast<int>(std::lower_bound(compute_nodes_.begin(), compute_nodes_.end(), node) - compute_nodes_.begin());
+  }
+  int computeAtOrBefore(int node) const {
+    return static_cast<int>(std::upper_bound(compute_nodes_.begin(), compute_nodes_.end(), node) - compute_nodes_.begin()) - 1;
+  }
+
+  std::vector<Move> movesOf(const RecomputeDecision& d, size_t s) const {
+    const NodeRange r = d[s];
+    const int count = static_cast<int>(compute_nodes_.size());
+    const int a = computeAtOrAfter(r.first_node), b = computeAtOrBefore(r.last_node);
+    const int lowest_first = s > 0 ? computeAtOrBefore(d[s - 1].last_node) + 1 : 0;
+    const int highest_last = s + 1 < d.size() ? computeAtOrAfter(d[s + 1].first_node) - 1 : count - 1;
+    std::vector<Move> moves;
+    moves.push_back({{r}, {}});
+    if (a > b) return moves;
+    for (int da = -kShift; da <= kShift; ++da)
+      for (int db = -kShift; db <= kShift; ++db) {
+        const int na = a + da, nb = b + db;
+        if ((da == 0 && db == 0) || na < lowest_first || nb > highest_last || na > nb) continue;
+        moves.push_back({{r}, {{compute_nodes_[na], compute_nodes_[nb]}}});
+      }
+    const int span = b - a;
+    for (int k = 1; k <= kSplitPoints && span > 0; ++k) {
+      const int m = a + static_cast<int>((static_cast<long>(span) * k) / (kSplitPoints + 1));
+      if (m < a || m >= b) continue;
+      moves.push_back({{r}, {{r.first_node, compute_nodes_[m]}, {compute_nodes_[m + 1], r.last_node}}});
+      if (m + 1 < b) moves.push_back({{r}, {{r.first_node, compute_nodes_[m]}, {compute_nodes_[m + 2], r.last_node}}});
+    }
+    if (s + 1 < d.size()) moves.push_back({{r, d[s + 1]}, {{r.first_node, d[s + 1].last_node}}});
+    return moves;
+  }
+
+  bool overlapsOrTouches(const NodeRange& r) const {
+    const auto& segments = tracker_.segments();
+    auto it = segments.upper_bound(r.last_node + 1);
+    if (it == segments.begin()) return false;
+    --it;
+    return it->second.range.last_node + 1 >= r.first_node;
+  }
+
+  bool better(int64_t peak, double time) const {
+    const bool fits = peak <= budget_bytes_, fitted = peak_ <= budget_bytes_;
+    if (fits != fitted) return fits;
+    if (fits) return time < time_ || (time == time_ && peak < peak_);
+    return peak < peak_ || (peak == peak_ && time < time_);
+  }
+
+  bool tryMove(const Move& move) {
+    for (const NodeRange& r : move.added) {
+      if (!simulator_.segmentProblem(r).empty() || !segmentTiming(index_, r).has_backward) return false;
+    }
+    double time = time_;
+    for (const NodeRange& r : move.removed) time -= rangeTime(r);
+    for (const NodeRange& r : move.added) time += rangeTime(r);
+    tracker_.replace(move.removed, move.added);
+    const int64_t peak = tracker_.peakBytes();
+    if (!better(peak, time)) {
+      tracker_.replace(move.added, move.removed);
+      return false;
+    }
+    peak_ = peak;
+    time_ = time;
+    return true;
+  }
+
+  const Simulator& simulator_;
+  const ProfileIndex& index_;
+  const int64_t budget_bytes_;
+  PeakTracker tracker_;
+  std::vector<double> forward_time_before_;
+  std::vector<int> compute_nodes_;
+  std::vector<NodeRange> candidates_;
+  int64_t peak_ = 0;
+  double time_ = 0;
+};
+
 }  // namespace
 
 // Whether `a` is the better plan for the budget: fitting beats not fitting;
@@ -233,6 +390,15 @@ bool betterForBudget(const SolverResult& a, const SolverResult& b, int64_t budge
 }
 
 SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes) {
+  SolverResult result = solveMuTwoUnrefined(simulator, budget_bytes);
+  if (result.decision.empty()) return result;
+  SolverResult refined;
+  refined.decision = SegmentRefiner(simulator, budget_bytes, activationRanges(simulator.index())).run(result.decision);
+  refined.simulation = simulator.simulate(refined.decision);
+  return betterForBudget(refined, result, budget_bytes) ? refined : result;
+}
+
+SolverResult solveMuTwoUnrefined(const Simulator& simulator, int64_t budget_bytes) {
   SolverResult result;
   result.decision = MuTwoGreedy(simulator, budget_bytes).run();
   result.simulation = simulator.simulate(result.decision);
