@@ -38,7 +38,8 @@ set_tests_properties(example_train_ddp_gpt example_train_ddp_cnn PROPERTIES PROC
 set(ACPROF_INSTALL_TEST_DIR ${CMAKE_BINARY_DIR}/install-test)
 add_test(NAME install_and_build_cpp_example
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install_test.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR}
-                 ${ACPROF_INSTALL_TEST_DIR} ${CMAKE_GENERATOR} ${CMAKE_CXX_COMPILER} ${Torch_DIR})
+                 ${ACPROF_INSTALL_TEST_DIR} ${CMAKE_GENERATOR} ${CMAKE_CXX_COMPILER} ${Torch_DIR}
+                 ${ACPROF_PYTHON})
 # One compile against LibTorch: configure and build took 22 s on a 2-core machine.
 set_tests_properties(install_and_build_cpp_example PROPERTIES FIXTURES_SETUP cpp_example TIMEOUT 300)
 

@@ -3,17 +3,17 @@
 # configure and build examples/ as a project of its own (find_package(acprof),
 # target acprof::ops), and run the installed acprof.
 #
-#   tests/install_test.sh BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER Torch_DIR
+#   tests/install_test.sh BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER Torch_DIR PYTHON
 #
 # Leaves the prefix in WORK_DIR/prefix and the example in WORK_DIR/example/train_rewritten
 # for the tests that run it (tests/examples.cmake). Prints how long the example took to build.
 set -euo pipefail
 
-if [ "$#" -ne 6 ]; then
-  echo "usage: $0 BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER Torch_DIR" >&2
+if [ "$#" -ne 7 ]; then
+  echo "usage: $0 BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER Torch_DIR PYTHON" >&2
   exit 2
 fi
-build=$1 source=$2 work=$3 generator=$4 compiler=$5 torch_dir=$6
+build=$1 source=$2 work=$3 generator=$4 compiler=$5 torch_dir=$6 python=$7
 prefix=$work/prefix
 
 rm -rf "$work"
@@ -30,6 +30,9 @@ done
 
 # The installed tool runs from its new place: it finds libacprof_ops.so beside it.
 "$prefix/bin/acprof" --help > /dev/null
+# Python needs only the installed library.
+"$python" -c "import sys, torch; torch.ops.load_library(sys.argv[1]); torch.ops.acprof.checkpoint" \
+  "$(find "$prefix" -name libacprof_ops.so -print -quit)"
 
 # Only the prefix: nothing of the build tree may leak into the consumer.
 start=$(date +%s)
