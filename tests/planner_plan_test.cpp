@@ -1,6 +1,11 @@
 // From a profile and a budget to a Plan: every field, and the table the CLI prints.
 #include "acprof/planner.h"
 
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "acprof/budget.h"
@@ -49,6 +54,42 @@ TEST(PlannerPlan, PlanRecordsTheDecisionAndItsPrediction) {
   EXPECT_EQ(plan.predicted_timeline.size(), p.steps.size() + 1);  // + the recompute before step 7
   // The plan survives its own format.
   EXPECT_EQ(planToJson(planFromJson(planToJson(plan), "plan.json")), planToJson(plan));
+}
+
+// A plan read with its profile points into it, or is refused in one line:
+// what viz and the rewrite's report index (nodes, the recompute step, dropped
+// tensors, the predicted timeline) is checked before they draw it.
+TEST(PlannerPlan, APlanThatPointsOutsideItsProfileIsRefused) {
+  const Profile p = chainWithMeta();
+  const Plan plan = planRecompute(p, PlanRequest{"profile.json", "1450", "mu-two"});
+  EXPECT_NO_THROW(checkPlanMatchesProfile(plan, p));
+  const int steps = static_cast<int>(p.steps.size());
+  const int nodes = static_cast<int>(p.nodes.size());
+  const int tensors = static_cast<int>(p.tensors.size());
+  struct Edit {
+    std::function<void(Plan&)> apply;
+    std::string words;
+  };
+  const std::vector<Edit> edits = {
+      {[](Plan& q) { q.model_sha256 = "beef"; }, "made for another model"},
+      {[&](Plan& q) { q.segments[0].last_node = nodes; }, fmt::format("outside the profile's {} nodes", nodes)},
+      {[&](Plan& q) { q.segments[0].recompute_step = steps; }, fmt::format("outside the profile's {} steps", steps)},
+      {[&](Plan& q) { q.segments[0].dropped_tensors.push_back(tensors); },
+       fmt::format("drops tensor {}, outside the profile's {} tensors", tensors, tensors)},
+      {[&](Plan& q) { q.predicted_peak_step = steps; }, fmt::format("peak at step {}", steps)},
+      {[&](Plan& q) { q.predicted_timeline.back().step = -1; }, "predicts step -1"},
+  };
+  for (const Edit& edit : edits) {
+    Plan edited = plan;
+    edit.apply(edited);
+    try {
+      checkPlanMatchesProfile(edited, p);
+      ADD_FAILURE() << "accepted a plan that " << edit.words;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(edit.words), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(PlannerPlan, PercentBudgetIsOfTheProfiledPeak) {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 #include <thread>
+#include <vector>
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -105,6 +106,7 @@ TEST(ProfileFormat, RejectsOtherSchemaVersionWithTheFix) {
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("re-run 'acprof profile'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("upgrade acprof"), std::string::npos) << "99 is newer: " << e.what();
   }
 }
 
@@ -120,6 +122,40 @@ TEST(ProfileFormat, RejectsDamagedJsonAndDanglingIndices) {
   const size_t first_read = reads.find('0', reads.find(read_key));
   reads.replace(first_read, 1, "7");
   EXPECT_THROW(profileFromJson(reads, "dangling_read.json"), FormatError);
+}
+
+// What fuzz/profile_json_fuzzer.cpp found the reader letting through, each a
+// one-line FormatError now: a number no double holds (nlohmann's out_of_range
+// escaped as an internal error), numbers that do not fit their field (cast
+// with undefined behaviour, or silently truncated), a tensor's step past the
+// last step (the planner indexes steps by it), and byte counts whose sums
+// would overflow int64.
+TEST(ProfileFormat, RejectsNumbersThatDoNotFitAndStepsPastTheLast) {
+  const std::string good = profileToJson(handMadeProfile());
+  struct Edit {
+    std::string from, to, words;
+  };
+  const std::vector<Edit> edits = {
+      {"\"event_count\": 4", "\"event_count\": 1e400", "not valid JSON (a number out of range)"},
+      {"\"event_count\": 4", "\"event_count\": 1e300", "field 'event_count' has the wrong type or is out of range"},
+      {"\"event_count\": 4", "\"event_count\": 4.5", "field 'event_count' has the wrong type"},
+      {"\"event_count\": 4", "\"event_count\": 4294967300", "field 'event_count' has the wrong type"},
+      {"\"alloc_step\": -1", "\"alloc_step\": 2", "tensor 0 has allocation step 2"},
+      {"\"bytes\": 100", "\"bytes\": 9000000000000000000", "tensor 0 has 9000000000000000000 bytes"},
+      {"\"event_count\": 4", "\"event_count\": 7", "7 events for 3 tensors"},
+  };
+  for (const Edit& edit : edits) {
+    std::string json = good;
+    ASSERT_NE(json.find(edit.from), std::string::npos) << edit.from;
+    json.replace(json.find(edit.from), edit.from.size(), edit.to);
+    try {
+      profileFromJson(json, "edited.json");
+      ADD_FAILURE() << "accepted " << edit.to;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(edit.words), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(ProfileFormat, AtomicWriteLeavesNoFileWhenDirectoryIsMissing) {

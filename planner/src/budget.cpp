@@ -21,7 +21,8 @@ std::string trim(const std::string& s) {
 }
 
 [[noreturn]] void fail(const std::string& text, const std::string& why) {
-  throw BudgetError(fmt::format("budget '{}' {}; write it like 6GB, 512MiB, 6442450944 or 60%", text, why));
+  throw BudgetError(fmt::format("budget '{}' {}; write it like 6GB, 512MiB, 6442450944 or 60%", printable(text),
+                                printable(why)));
 }
 
 // Bytes per unit; 0 for an unknown unit.

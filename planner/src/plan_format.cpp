@@ -3,22 +3,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "acprof/json_fields.h"
+
 namespace acprof {
 namespace {
 
 using nlohmann::json;
 
+constexpr const char* kPlanFix = "re-run 'acprof plan' to regenerate it";
+
 template <typename T>
 T field(const json& object, const char* key, const std::string& where) {
-  auto it = object.find(key);
-  if (it == object.end())
-    throw FormatError(fmt::format("{}: missing field '{}'; re-run 'acprof plan' to regenerate it", where, key));
-  try {
-    return it->template get<T>();
-  } catch (const json::exception&) {
-    throw FormatError(fmt::format("{}: field '{}' has the wrong type; re-run 'acprof plan' to regenerate it",
-                                  where, key));
-  }
+  return json_fields::field<T>(object, key, {where, kPlanFix});
 }
 
 json segmentToJson(const SegmentCut& s) {
@@ -47,8 +43,8 @@ SegmentCut segmentFromJson(const json& j, const std::string& where) {
   s.dropped_bytes = field<int64_t>(j, "dropped_bytes", where);
   s.recompute_time_us = field<double>(j, "recompute_time_us", where);
   if (s.first_node < 0 || s.last_node < s.first_node)
-    throw FormatError(fmt::format("{}: segment [{}, {}] is not a node range; re-run 'acprof plan'", where,
-                                  s.first_node, s.last_node));
+    throw FormatError(fmt::format("{}: segment [{}, {}] is not a node range; re-run 'acprof plan'",
+                                  printable(where), s.first_node, s.last_node));
   return s;
 }
 
@@ -79,20 +75,20 @@ std::string planToJson(const Plan& p) {
 }
 
 Plan planFromJson(const std::string& json_text, const std::string& where) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw FormatError(fmt::format("{}: not valid JSON (byte {}); re-run 'acprof plan' to regenerate it", where,
-                                  e.byte));
-  }
-  if (!root.is_object() || root.value("format", "") != "acprof-plan")
-    throw FormatError(fmt::format("{}: not an acprof plan; pass the plan.json written by 'acprof plan'", where));
+  const json root = json_fields::parse(json_text, {where, kPlanFix});
+  const auto format = root.is_object() ? root.find("format") : root.end();
+  if (format == root.end() || *format != "acprof-plan")
+    throw FormatError(
+        fmt::format("{}: not an acprof plan; pass the plan.json written by 'acprof plan'", printable(where)));
   const int version = field<int>(root, "schema_version", where);
+  if (version > kPlanSchemaVersion)
+    throw FormatError(fmt::format("{}: plan schema version {} is newer than this acprof reads (version {}); "
+                                  "upgrade acprof, or re-run 'acprof plan' with this one",
+                                  printable(where), version, kPlanSchemaVersion));
   if (version != kPlanSchemaVersion)
     throw FormatError(fmt::format("{}: plan schema version {} is not supported (this acprof reads version {}); "
                                   "re-run 'acprof plan' with this acprof",
-                                  where, version, kPlanSchemaVersion));
+                                  printable(where), version, kPlanSchemaVersion));
   Plan p;
   p.model_sha256 = field<std::string>(root, "model_sha256", where);
   p.model_path = field<std::string>(root, "model_path", where);
@@ -105,15 +101,51 @@ Plan planFromJson(const std::string& json_text, const std::string& where) {
   p.predicted_peak_step = field<int>(root, "predicted_peak_step", where);
   p.baseline_iteration_time_us = field<double>(root, "baseline_iteration_time_us", where);
   p.extra_time_us = field<double>(root, "extra_time_us", where);
-  for (const json& s : field<json>(root, "segments", where)) p.segments.push_back(segmentFromJson(s, where));
-  for (const json& t : field<json>(root, "predicted_timeline", where))
+  for (const json& s : json_fields::arrayField(root, "segments", {where, kPlanFix}))
+    p.segments.push_back(segmentFromJson(s, where));
+  for (const json& t : json_fields::arrayField(root, "predicted_timeline", {where, kPlanFix}))
     p.predicted_timeline.push_back(TimelinePoint{field<int>(t, "step", where), field<bool>(t, "recompute", where),
                                                  field<int64_t>(t, "peak_bytes", where)});
   for (size_t i = 1; i < p.segments.size(); ++i)
     if (p.segments[i].first_node <= p.segments[i - 1].last_node)
       throw FormatError(fmt::format("{}: segments {} and {} overlap or are out of order; re-run 'acprof plan'",
-                                    where, i - 1, i));
+                                    printable(where), i - 1, i));
   return p;
+}
+
+void checkPlanMatchesProfile(const Plan& plan, const Profile& profile) {
+  if (!plan.model_sha256.empty() && !profile.meta.model_sha256.empty() &&
+      plan.model_sha256 != profile.meta.model_sha256)
+    throw FormatError(fmt::format("the plan was made for another model ({}) than the profile ({}); pass the plan "
+                                  "made from this profile",
+                                  printable(plan.model_path), printable(profile.meta.model_path)));
+  const auto mismatch = [](const std::string& what) {
+    throw FormatError(fmt::format("{}; the plan was edited or made from another profile: re-run 'acprof plan' on "
+                                  "this one",
+                                  what));
+  };
+  const int node_count = static_cast<int>(profile.nodes.size());
+  const int step_count = static_cast<int>(profile.steps.size());
+  const int tensor_count = static_cast<int>(profile.tensors.size());
+  for (size_t i = 0; i < plan.segments.size(); ++i) {
+    const SegmentCut& segment = plan.segments[i];
+    if (segment.first_node < 0 || segment.last_node >= node_count || segment.first_node > segment.last_node)
+      mismatch(fmt::format("the plan's segment {} covers nodes {}..{}, outside the profile's {} nodes", i,
+                           segment.first_node, segment.last_node, node_count));
+    if (segment.recompute_step < -1 || segment.recompute_step >= step_count)
+      mismatch(fmt::format("the plan's segment {} recomputes before step {}, outside the profile's {} steps", i,
+                           segment.recompute_step, step_count));
+    for (int tensor : segment.dropped_tensors)
+      if (tensor < 0 || tensor >= tensor_count)
+        mismatch(fmt::format("the plan's segment {} drops tensor {}, outside the profile's {} tensors", i, tensor,
+                             tensor_count));
+  }
+  if (plan.predicted_peak_step < -1 || plan.predicted_peak_step >= step_count)
+    mismatch(fmt::format("the plan predicts its peak at step {}, outside the profile's {} steps",
+                         plan.predicted_peak_step, step_count));
+  for (const TimelinePoint& point : plan.predicted_timeline)
+    if (point.step < 0 || point.step >= step_count)
+      mismatch(fmt::format("the plan predicts step {}, outside the profile's {} steps", point.step, step_count));
 }
 
 Plan readPlanFile(const std::string& path) { return planFromJson(readWholeFile(path), path); }

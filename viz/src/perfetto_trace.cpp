@@ -150,7 +150,7 @@ void appendPrediction(const Profile& profile, const Plan& plan, const TraceClock
 }  // namespace
 
 std::string renderPerfettoTrace(const Profile& profile, const Plan* plan) {
-  if (plan) viz::checkPlanMatchesProfile(profile, *plan);
+  if (plan) checkPlanMatchesProfile(*plan, profile);
   const TraceClock clock(profile);
   json events = json::array();
   const std::string model = profile.meta.model_path.empty() ? "profile" : profile.meta.model_path;

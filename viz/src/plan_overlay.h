@@ -10,10 +10,6 @@
 
 namespace acprof::viz {
 
-// Throws a one-line error when the plan was made for another model or names
-// nodes or steps the profile does not have.
-void checkPlanMatchesProfile(const Profile& profile, const Plan& plan);
-
 struct SegmentPlacement {
   int first_forward_step = -1;  // -1 when none of the segment's nodes ran as a step
   int last_forward_step = -1;

@@ -279,7 +279,7 @@ std::string modelTitle(const Profile& profile) {
 }  // namespace
 
 json timelinePageData(const Profile& profile, const Plan* plan, int max_samples) {
-  if (plan) checkPlanMatchesProfile(profile, *plan);
+  if (plan) checkPlanMatchesProfile(*plan, profile);
   const AxisMap identity = [](double x) { return x; };
   json page;
   page["kind"] = "timeline";
@@ -294,7 +294,7 @@ json timelinePageData(const Profile& profile, const Plan* plan, int max_samples)
 }
 
 json comparisonPageData(const Profile& before, const Profile& after, const Plan* plan, int max_samples) {
-  if (plan) checkPlanMatchesProfile(before, *plan);
+  if (plan) checkPlanMatchesProfile(*plan, before);
   const AxisMap identity = [](double x) { return x; };
   const PhaseAlignedAxis aligned(after, before);
   const AxisMap after_axis = [&aligned](double x) { return aligned.map(x); };

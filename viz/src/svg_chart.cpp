@@ -65,7 +65,7 @@ void appendStepPath(std::string& path, const ChartScale& scale, const std::vecto
 }  // namespace
 
 std::string renderTimelineSvg(const Profile& profile, const Plan* plan) {
-  if (plan) viz::checkPlanMatchesProfile(profile, *plan);
+  if (plan) checkPlanMatchesProfile(*plan, profile);
   const viz::SampledTimeline sampled = viz::sampleTimeline(profile, kMaxSvgSamples);
   const auto& order = viz::categoryStackOrder();
 

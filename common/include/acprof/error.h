@@ -26,4 +26,27 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
+// Text from a file or the command line as it may appear inside a message:
+// control characters (a newline inside a JSON string, a tab in an argument)
+// written as escapes, so the message stays the one line the CLI prints.
+inline std::string printable(const std::string& text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace acprof

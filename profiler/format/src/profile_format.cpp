@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "acprof/json_fields.h"
+
 namespace acprof {
 namespace {
 
@@ -29,19 +31,15 @@ json categoryBytesToJson(const CategoryBytes& bytes) {
   return out;
 }
 
-// A typed field read that names the file and the field when it is missing or
-// of the wrong type, instead of nlohmann's bare "type_error.302".
+constexpr const char* kProfileFix = "re-run 'acprof profile' to regenerate it";
+
 template <typename T>
 T field(const json& object, const char* key, const std::string& where) {
-  auto it = object.find(key);
-  if (it == object.end())
-    throw FormatError(fmt::format("{}: missing field '{}'; regenerate the file with this acprof", where, key));
-  try {
-    return it->template get<T>();
-  } catch (const json::exception&) {
-    throw FormatError(fmt::format("{}: field '{}' has the wrong type; regenerate the file with this acprof",
-                                  where, key));
-  }
+  return json_fields::field<T>(object, key, {where, kProfileFix});
+}
+
+const json& arrayField(const json& object, const char* key, const std::string& where) {
+  return json_fields::arrayField(object, key, {where, kProfileFix});
 }
 
 CategoryBytes categoryBytesFromJson(const json& object, const std::string& where) {
@@ -243,6 +241,11 @@ PeakSummary summaryFromJson(const json& j, const std::string& where) {
   return s;
 }
 
+// No training step holds 8 PiB: a byte count above it is damage, and keeping
+// every sum of a profile's bytes below it lets later stages add them up (with
+// recompute copies) without overflowing int64.
+constexpr int64_t kMaxProfileBytes = int64_t{1} << 53;
+
 // Cross-field checks: a reader that accepts a profile promises every index in
 // it points somewhere, so later stages can index without checking.
 void validate(const Profile& p, const std::string& where) {
@@ -250,8 +253,18 @@ void validate(const Profile& p, const std::string& where) {
   const int step_count = static_cast<int>(p.steps.size());
   const int value_count = static_cast<int>(p.values.size());
   auto bad = [&](const std::string& what) {
-    throw FormatError(fmt::format("{}: {}; the profile is damaged, re-run 'acprof profile'", where, what));
+    throw FormatError(fmt::format("{}: {}; the profile is damaged, re-run 'acprof profile'", printable(where), what));
   };
+  auto checkStep = [&](int step, const char* what, size_t owner, const char* owner_kind) {
+    if (step < -1 || step >= step_count) bad(fmt::format("{} {} has {} {}", owner_kind, owner, what, step));
+  };
+  if (p.event_count < 0) bad(fmt::format("the event count is {}", p.event_count));
+  // Every event is the allocation or the free of one recorded storage.
+  if (static_cast<size_t>(p.event_count) > 2 * p.tensors.size())
+    bad(fmt::format("{} events for {} tensors", p.event_count, p.tensors.size()));
+  checkStep(p.summary.peak_step, "peak step", 0, "the summary");
+  if (p.meta.checkpoint_rng_state_bytes < 0 || p.meta.checkpoint_rng_state_bytes > kMaxProfileBytes)
+    bad(fmt::format("a checkpoint keeps {} bytes of generator state", p.meta.checkpoint_rng_state_bytes));
   for (int i = 0; i < node_count; ++i) {
     const ForwardNode& n = p.nodes[i];
     if (n.id != i) bad(fmt::format("node {} has id {}", i, n.id));
@@ -267,6 +280,7 @@ void validate(const Profile& p, const std::string& where) {
     if (v.id != i) bad(fmt::format("value {} has id {}", i, v.id));
     if (v.producer_node < -1 || v.producer_node >= node_count)
       bad(fmt::format("value {} names producer node {}", i, v.producer_node));
+    if (v.bytes < 0 || v.bytes > kMaxProfileBytes) bad(fmt::format("value {} has {} bytes", i, v.bytes));
   }
   for (int v : p.graph_outputs)
     if (v < 0 || v >= value_count) bad(fmt::format("the graph outputs name value {}", v));
@@ -277,10 +291,17 @@ void validate(const Profile& p, const std::string& where) {
     if (s.first_event < 0 || s.first_event > p.event_count) bad(fmt::format("step {} starts at event {}", i, s.first_event));
     if (i > 0 && s.first_event < p.steps[i - 1].first_event) bad(fmt::format("step {} starts before step {}", i, i - 1));
   }
+  int64_t total_bytes = 0;
   for (size_t i = 0; i < p.tensors.size(); ++i) {
     const TensorRecord& t = p.tensors[i];
     if (t.id != static_cast<int>(i)) bad(fmt::format("tensor {} has id {}", i, t.id));
-    if (t.bytes < 0) bad(fmt::format("tensor {} has {} bytes", i, t.bytes));
+    if (t.bytes < 0 || t.bytes > kMaxProfileBytes) bad(fmt::format("tensor {} has {} bytes", i, t.bytes));
+    total_bytes += t.bytes;
+    if (total_bytes > kMaxProfileBytes) bad(fmt::format("the tensors hold more than {} bytes", kMaxProfileBytes));
+    checkStep(t.alloc_step, "allocation step", i, "tensor");
+    checkStep(t.free_step, "free step", i, "tensor");
+    checkStep(t.last_forward_use_step, "last forward use at step", i, "tensor");
+    checkStep(t.first_backward_use_step, "first backward use at step", i, "tensor");
     if (t.alloc_event < -1 || t.free_event > p.event_count || t.free_event <= t.alloc_event)
       bad(fmt::format("tensor {} lives over events [{}, {})", i, t.alloc_event, t.free_event));
     if (t.producer_node < -1 || t.producer_node >= node_count)
@@ -425,30 +446,29 @@ std::string profileToJson(const Profile& p) {
 }
 
 Profile profileFromJson(const std::string& json_text, const std::string& where) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw FormatError(fmt::format("{}: not valid JSON (byte {}); re-run 'acprof profile' to regenerate it",
-                                  where, e.byte));
-  }
-  if (!root.is_object() || root.value("format", "") != "acprof-profile")
+  const json root = json_fields::parse(json_text, {where, kProfileFix});
+  const auto format = root.is_object() ? root.find("format") : root.end();
+  if (format == root.end() || *format != "acprof-profile")
     throw FormatError(fmt::format("{}: not an acprof profile; pass the profile.json written by 'acprof profile'",
-                                  where));
+                                  printable(where)));
   const int version = field<int>(root, "schema_version", where);
+  if (version > kProfileSchemaVersion)
+    throw FormatError(fmt::format("{}: profile schema version {} is newer than this acprof reads (version {}); "
+                                  "upgrade acprof, or re-run 'acprof profile' with this one",
+                                  printable(where), version, kProfileSchemaVersion));
   if (version != kProfileSchemaVersion)
     throw FormatError(fmt::format("{}: profile schema version {} is not supported (this acprof reads version {}); "
                                   "re-run 'acprof profile' with this acprof",
-                                  where, version, kProfileSchemaVersion));
+                                  printable(where), version, kProfileSchemaVersion));
   Profile p;
   p.meta = metaFromJson(field<json>(root, "meta", where), where);
   p.event_count = field<int>(root, "event_count", where);
   p.summary = summaryFromJson(field<json>(root, "summary", where), where);
-  for (const json& n : field<json>(root, "nodes", where)) p.nodes.push_back(nodeFromJson(n, where));
-  for (const json& v : field<json>(root, "values", where)) p.values.push_back(valueFromJson(v, where));
+  for (const json& n : arrayField(root, "nodes", where)) p.nodes.push_back(nodeFromJson(n, where));
+  for (const json& v : arrayField(root, "values", where)) p.values.push_back(valueFromJson(v, where));
   p.graph_outputs = field<std::vector<int>>(root, "graph_outputs", where);
-  for (const json& s : field<json>(root, "steps", where)) p.steps.push_back(stepFromJson(s, where));
-  for (const json& t : field<json>(root, "tensors", where)) p.tensors.push_back(tensorFromJson(t, where));
+  for (const json& s : arrayField(root, "steps", where)) p.steps.push_back(stepFromJson(s, where));
+  for (const json& t : arrayField(root, "tensors", where)) p.tensors.push_back(tensorFromJson(t, where));
   validate(p, where);
   return p;
 }

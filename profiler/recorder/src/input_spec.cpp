@@ -15,7 +15,7 @@ bool isIntegerDtype(const std::string& dtype) { return dtype == "int64" || dtype
 [[noreturn]] void fail(const std::string& text, const std::string& problem) {
   throw InputSpecError(fmt::format("input spec '{}': {}; write it like float32[32,3,224,224] or "
                                    "int64[8,512]:0..50257",
-                                   text, problem));
+                                   printable(text), printable(problem)));
 }
 
 int64_t parseInteger(const std::string& text, const std::string& token, const char* what) {
