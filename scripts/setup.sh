@@ -9,6 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build git
   libtorch-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev   # the C++ build
   python3 python3-torch python3-torchvision                             # exporting reference models
+  clang-14 libclang-rt-14-dev                                           # fuzz/: ASan, UBSan, libFuzzer
   chromium                                                              # viz: the browser test
 )
 # The machine image may already carry Node.js and npm outside apt; use apt's only if none.
