@@ -34,6 +34,9 @@ void checkOutputPath(const std::string& output, const std::vector<std::string>& 
   if (fs::is_directory(output, error))
     throw Error(ErrorKind::BadInput, fmt::format("{}: is a directory; give a file path for the output", output));
   const fs::path parent = fs::path(output).has_parent_path() ? fs::path(output).parent_path() : fs::path(".");
+  if (fs::exists(parent, error) && !fs::is_directory(parent, error))
+    throw Error(ErrorKind::BadInput, fmt::format("{}: '{}' is a file, not a directory; choose another output path",
+                                                 output, parent.string()));
   if (!fs::is_directory(parent, error))
     throw Error(ErrorKind::BadInput, fmt::format("{}: the directory '{}' does not exist; create it or choose another "
                                          "output path",

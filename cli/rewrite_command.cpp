@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -82,6 +83,13 @@ void runRewrite(const RewriteArgs& args) {
     options.progress = [](const std::string& line) { std::cerr << "acprof: " << line << std::endl; };
 
   const bool has_profile = !plan.profile_path.empty() && fs::exists(plan.profile_path);
+  // The report draws the plan on its profile. A plan edited by hand or paired
+  // with another profile fails here, before any work, not once the model is written.
+  std::optional<Profile> before;
+  if (has_profile) {
+    before = readProfileFile(plan.profile_path);
+    checkPlanMatchesProfile(plan, *before);
+  }
   const fs::path report_dir = args.report_dir.empty() ? fs::absolute(options.output_path).parent_path()
                                                       : fs::path(args.report_dir);
   const std::string before_path = (report_dir / "profile.before.json").string();
@@ -106,17 +114,16 @@ void runRewrite(const RewriteArgs& args) {
     std::cout << fmt::format("no before/after report: the plan's profile '{}' is missing\n", plan.profile_path);
     return;
   }
-  const Profile before = readProfileFile(plan.profile_path);
   if (options.progress) options.progress("re-profiling the rewritten model");
-  const Profile after = profileRewrittenModel(before.meta, result.output_path, options.progress);
+  const Profile after = profileRewrittenModel(before->meta, result.output_path, options.progress);
   if (make_report_dir) fs::create_directories(report_dir);
-  writeProfileFile(before, before_path);
+  writeProfileFile(*before, before_path);
   writeProfileFile(after, after_path);
-  writeFileAtomically(html_path, renderComparisonHtml(before, after, &plan));
-  std::cout << peakLine(plan, before, after) << "\n";
+  writeFileAtomically(html_path, renderComparisonHtml(*before, after, &plan));
+  std::cout << peakLine(plan, *before, after) << "\n";
   if (args.time_rounds > 0) {
     if (options.progress) options.progress("timing both models");
-    std::cout << timeLine(plan, timeRewrite(result.model_path, result.output_path, stepConfigOfProfile(before.meta),
+    std::cout << timeLine(plan, timeRewrite(result.model_path, result.output_path, stepConfigOfProfile(before->meta),
                                             args.time_rounds))
               << "\n";
   }

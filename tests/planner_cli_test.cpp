@@ -94,6 +94,39 @@ TEST(PlannerCli, BadBudgetDamagedAndOldProfilesAreOneLineErrors) {
   EXPECT_FALSE(fs::exists(dir + "/plan.json"));
 }
 
+// A profile written by a newer acprof (a schema version above the one this
+// acprof reads) is not misread: one line that says to upgrade, and no plan.
+TEST(PlannerCli, AProfileFromANewerSchemaSaysToUpgradeAndWritesNothing) {
+  const std::string dir = makeScratchDir("plan-newer-schema");
+  const std::string profile = writeChainProfile(dir);
+  std::string text = readWholeFile(profile);
+  const std::string key = "\"schema_version\": " + std::to_string(kProfileSchemaVersion);
+  ASSERT_NE(text.find(key), std::string::npos);
+  text.replace(text.find(key), key.size(), "\"schema_version\": " + std::to_string(kProfileSchemaVersion + 1));
+  std::ofstream(profile) << text;
+  const auto result = runAcprof("plan --budget 60%", dir);
+  EXPECT_EQ(result.exit_code, 1) << "exit code 1: bad input\n" << result.err;
+  EXPECT_EQ(lineCount(result.err), 1) << result.err;
+  EXPECT_NE(result.err.find("is newer than this acprof reads"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("upgrade acprof"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(dir + "/plan.json"));
+}
+
+// An output path under a regular file cannot be written by anyone, root
+// included (ENOTDIR, where a read-only directory would not stop root): one
+// line naming the path that is a file, and nothing written.
+TEST(PlannerCli, AnOutputUnderARegularFileIsOneLineAndWritesNothing) {
+  const std::string dir = makeScratchDir("plan-unwritable");
+  const std::string profile = writeChainProfile(dir);
+  const std::string before = readWholeFile(profile);
+  const auto result = runAcprof("plan --budget 1450 -o profile.json/plan.json", dir);
+  EXPECT_EQ(result.exit_code, 1) << "exit code 1: bad input\n" << result.err;
+  EXPECT_EQ(lineCount(result.err), 1) << result.err;
+  EXPECT_NE(result.err.find("'profile.json' is a file, not a directory"), std::string::npos) << result.err;
+  EXPECT_EQ(readWholeFile(profile), before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "something was written";
+}
+
 // Real profiles: the plan at 70 % and 50 % of the profiled peak fits in
 // simulation, and at the peak chen reaches, mu-two needs no more extra time.
 void checkRealModel(const std::string& model, const std::string& tag, std::vector<std::string> percents) {

@@ -112,6 +112,9 @@ INSTANTIATE_TEST_SUITE_P(
                  "forward takes 1"},
         BadInput{"UnwritableOutput", "profile MLP -o /proc/acprof/out.json",
                  "does not exist"},
+        // A directory that is a file: unwritable for root too.
+        BadInput{"OutputUnderARegularFile", "profile MLP -o not_a_model.pt/out.json",
+                 "'not_a_model.pt' is a file, not a directory"},
         BadInput{"CrossEntropyWithoutTarget",
                  "profile MLP --loss cross_entropy -o out.json", "--target"},
         BadInput{"TruncatedArchive", "profile truncated.pt -o out.json", "not a loadable TorchScript model"},

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -179,6 +180,79 @@ TEST(RewriteRefusals, InPlaceWriteThroughAViewOfAnOutsideTensor) {
   EXPECT_NE(rewritten.err.find("[write-outside] node " + std::to_string(write) + " (aten::add_"), std::string::npos)
       << rewritten.err;
   EXPECT_NE(rewritten.err.find("make the plan again"), std::string::npos) << rewritten.err;
+  EXPECT_FALSE(fs::exists(directory / "model.ckpt.pt"));
+  if (!HasFailure()) fs::remove_all(directory);
+}
+
+// The files of a directory, to check that a refused command wrote nothing.
+std::set<std::string> filesIn(const fs::path& directory) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(directory)) names.insert(entry.path().filename().string());
+  return names;
+}
+
+// A directory holding a test model, its profile and a plan at 100 % (no
+// segments: the tests edit it), made with the acprof binary.
+fs::path profiledAndPlanned(const std::string& name, const std::string& model) {
+  const fs::path directory = fs::temp_directory_path() / name;
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / model, directory / "model.pt");
+  EXPECT_EQ(runIn(directory, "profile model.pt").exit_code, 0);
+  EXPECT_EQ(runIn(directory, "plan --budget 100%").exit_code, 0);
+  return directory;
+}
+
+// A plan made for another model (its sha256 is not the model's): one line with
+// both hashes and the fix, exit 1, and no model, profile or report written.
+TEST(RewriteRefusals, APlanForAnotherModelIsOneLineAndWritesNothing) {
+  const fs::path directory = profiledAndPlanned("acprof_refuse_other_model", "mlp_traced.pt");
+  fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / "cnn_traced.pt", directory / "other.pt");
+  const std::set<std::string> before = filesIn(directory);
+
+  const CommandResult rewritten = runIn(directory, "rewrite other.pt plan.json -o other.ckpt.pt");
+  EXPECT_EQ(rewritten.exit_code, 1) << "exit code 1: bad input\n" << outputOf(rewritten);
+  EXPECT_EQ(lineCount(rewritten.err), 1) << rewritten.err;
+  EXPECT_NE(rewritten.err.find("the plan was made for a model with sha256"), std::string::npos) << rewritten.err;
+  EXPECT_NE(rewritten.err.find("pass the model the plan was made for"), std::string::npos) << rewritten.err;
+  EXPECT_EQ(filesIn(directory), before);
+  if (!HasFailure()) fs::remove_all(directory);
+}
+
+// A plan edited by hand so that a segment ends past the model's last node: it
+// is refused before any work, whether the report's profile is there (checked
+// against the profile) or not (checked against the model's graph), in one line
+// that says the plan was edited and to make it again; nothing is written.
+TEST(RewriteRefusals, APlanEditedToANodeTheModelDoesNotHaveIsOneLineAndWritesNothing) {
+  const fs::path directory = profiledAndPlanned("acprof_refuse_edited_plan", "mlp_traced.pt");
+  const Profile profile = readProfileFile((directory / "profile.json").string());
+  const int node_count = static_cast<int>(profile.nodes.size());
+  Plan plan = readPlanFile((directory / "plan.json").string());
+  SegmentCut cut;
+  cut.first_node = node_count - 2;
+  cut.last_node = node_count + 3;
+  plan.segments = {cut};
+  writePlanFile(plan, (directory / "plan.json").string());
+  const std::set<std::string> before = filesIn(directory);
+
+  const CommandResult with_profile = runIn(directory, "rewrite");
+  EXPECT_EQ(with_profile.exit_code, 1) << "exit code 1: bad input\n" << outputOf(with_profile);
+  EXPECT_EQ(lineCount(with_profile.err), 1) << with_profile.err;
+  EXPECT_NE(with_profile.err.find(fmt::format("covers nodes {}..{}, outside the profile's {} nodes", cut.first_node,
+                                              cut.last_node, node_count)),
+            std::string::npos)
+      << with_profile.err;
+  EXPECT_NE(with_profile.err.find("the plan was edited"), std::string::npos) << with_profile.err;
+  EXPECT_EQ(filesIn(directory), before);
+
+  fs::rename(directory / "profile.json", directory / "kept-profile.json");
+  const CommandResult without_profile = runIn(directory, "rewrite --no-verify");
+  EXPECT_EQ(without_profile.exit_code, 1) << "exit code 1: bad input\n" << outputOf(without_profile);
+  EXPECT_EQ(lineCount(without_profile.err), 1) << without_profile.err;
+  EXPECT_NE(without_profile.err.find(fmt::format("the model's forward graph has nodes 0..{}", node_count - 1)),
+            std::string::npos)
+      << without_profile.err;
+  EXPECT_NE(without_profile.err.find("the plan was edited"), std::string::npos) << without_profile.err;
   EXPECT_FALSE(fs::exists(directory / "model.ckpt.pt"));
   if (!HasFailure()) fs::remove_all(directory);
 }

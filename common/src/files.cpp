@@ -107,6 +107,9 @@ void writeFileAtomically(const std::string& path, const std::string& contents) {
     return;
   }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (fs::exists(dir, status_error) && !fs::is_directory(dir, status_error))
+    throw Error(ErrorKind::BadInput,
+                fmt::format("{}: '{}' is a file, not a directory; choose another output path", path, dir.string()));
   if (!fs::is_directory(dir))
     throw Error(ErrorKind::BadInput, fmt::format("{}: the directory '{}' does not exist; create it or choose another output path",
                                   path, dir.string()));

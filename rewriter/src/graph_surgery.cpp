@@ -384,8 +384,8 @@ void checkSegmentRanges(const std::vector<SegmentCut>& segments, size_t node_cou
     const SegmentCut& cut = segments[i];
     if (cut.first_node < 0 || cut.last_node < cut.first_node || static_cast<size_t>(cut.last_node) >= node_count) {
       throw RewriteError(fmt::format(
-          "plan segment {} covers nodes {}..{}, but the model's forward graph has nodes 0..{}; the plan was made "
-          "for another model: profile and plan this model again",
+          "plan segment {} covers nodes {}..{}, but the model's forward graph has nodes 0..{}; the plan was edited "
+          "or is damaged: make it again with 'acprof plan'",
           i, cut.first_node, cut.last_node, static_cast<int>(node_count) - 1));
     }
     if (cut.first_node <= previous_last) {
