@@ -4,9 +4,14 @@
 # `ctest` (scripts/test.sh, CI) runs them with everything else and any
 # sanitizer report, crash or hang fails it.
 find_program(ACPROF_CLANGXX NAMES clang++-14 clang++)
-if(NOT ACPROF_CLANGXX)
-  message(WARNING "acprof: clang++ not found, so the sanitizer and fuzz tests are not registered; "
-                  "scripts/setup.sh installs it (apt: clang-14 libclang-rt-14-dev)")
+if(ACPROF_CLANGXX)
+  # clang without its runtime package (libclang-rt-14-dev) compiles but cannot link a fuzzer.
+  execute_process(COMMAND ${ACPROF_CLANGXX} -print-file-name=libclang_rt.fuzzer-${CMAKE_SYSTEM_PROCESSOR}.a
+                  OUTPUT_VARIABLE ACPROF_LIBFUZZER OUTPUT_STRIP_TRAILING_WHITESPACE)
+endif()
+if(NOT ACPROF_CLANGXX OR NOT IS_ABSOLUTE "${ACPROF_LIBFUZZER}")
+  message(WARNING "acprof: clang++ with libFuzzer not found, so the sanitizer and fuzz tests are not registered; "
+                  "scripts/setup.sh installs them (apt: clang-14 libclang-rt-14-dev)")
   return()
 endif()
 
