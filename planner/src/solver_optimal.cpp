@@ -2,11 +2,13 @@
 // tracker, pruned by extra time once a plan fits. Exponential in the number of
 // compute nodes: it is the ruler the greedy is measured against on small
 // graphs, and on large ones it stops at its time limit and says so.
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 
 #include "acprof/solver.h"
 #include "peak_tracker.h"
+#include "window_search.h"
 #include "profile_index.h"
 
 namespace acprof {
@@ -14,6 +16,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Sweeps of the window search over the whole graph.
+constexpr int kWindowPasses = 2;
 // How often (in visited search nodes) the clock is read.
 constexpr long kClockInterval = 256;
 
@@ -37,40 +41,56 @@ int64_t peakLowerBound(const ProfileIndex& index) {
   return most;
 }
 
-class ExhaustiveSearch {
+class SegmentSetSearch {
  public:
-  ExhaustiveSearch(const Simulator& simulator, int64_t budget_bytes, double time_limit_s)
-      : simulator_(simulator),
-        index_(simulator.index()),
-        budget_bytes_(budget_bytes),
-        deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s))),
-        tracker_(index_) {
+  SegmentSetSearch(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start)
+      : simulator_(simulator), index_(simulator.index()), budget_bytes_(budget_bytes), tracker_(index_) {
     forward_time_before_.assign(index_.node_count + 1, 0);
     for (int n = 0; n < index_.node_count; ++n)
       forward_time_before_[n + 1] = forward_time_before_[n] + index_.profile.nodes[n].forward_time_us;
     for (const ForwardNode& node : index_.profile.nodes)
       if (node.role == CutRole::Compute) compute_nodes_.push_back(node.id);
+    collectSettledLeaves();
+    tracker_.replace({}, start);
+    for (const NodeRange& r : start) time_ += rangeTime(r);
   }
 
-  // Starts from `incumbent` (a plan another solver found), so that the search
-  // prunes from its first step and never returns anything worse.
-  SolverResult run(const SolverResult& incumbent, SearchReport& report) {
-    const Clock::time_point start = Clock::now();
-    best_decision_ = incumbent.decision;
-    best_peak_ = incumbent.simulation.peak_bytes;
-    best_time_ = incumbent.simulation.extra_time_us;
-    collectSegmentEnds();
-    collectSettledLeaves();
-    if (!stopped_) search(0, 0);
-    report.searched = true;
-    report.proven_optimal = !stopped_;
-    report.decisions_evaluated = leaves_;
-    report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    report.peak_lower_bound_bytes = peakLowerBound(index_);
-    SolverResult result;
-    result.decision = best_decision_;
-    result.simulation = simulator_.simulate(result.decision);
-    return result;
+  void stopAt(Clock::time_point deadline) { deadline_ = deadline; }
+  void stopAfterVisits(long visits) { visits_left_ = visits; }
+  bool stopped() const { return stopped_; }
+  long plansJudged() const { return leaves_; }
+  int computeNodeCount() const { return static_cast<int>(compute_nodes_.size()); }
+  RecomputeDecision decision() const { return tracker_.decision(); }
+
+  // Searches every segment set inside compute nodes [lo, hi) (widened to
+  // whole segments of the current decision), the rest held fixed, and keeps
+  // the best if it beats the current plan. Returns whether the window was
+  // searched to the end.
+  bool improveWindow(int lo, int hi) {
+    hi = std::min(hi, computeNodeCount());
+    if (lo >= hi || stopped_) return !stopped_;
+    // Widen to whole segments, and take the window's segments out of the tracker.
+    std::vector<NodeRange> inside;
+    for (const NodeRange& r : tracker_.decision()) {
+      if (r.last_node < compute_nodes_[lo] || r.first_node > compute_nodes_[hi - 1]) continue;
+      inside.push_back(r);
+      lo = std::min(lo, computeAtOrAfter(r.first_node));
+      hi = std::max(hi, computeAtOrBefore(r.last_node) + 1);
+    }
+    const int64_t peak_before = tracker_.peakBytes();
+    tracker_.replace(inside, {});
+    double outside_time = time_;
+    for (const NodeRange& r : inside) outside_time -= rangeTime(r);
+    best_peak_ = peak_before;
+    best_time_ = time_;
+    best_window_ = inside;
+    window_hi_ = hi;
+    collectSegmentEnds(lo, hi);
+    chosen_.clear();
+    if (!stopped_) search(lo, outside_time);
+    tracker_.replace({}, best_window_);
+    time_ = best_time_;
+    return !stopped_;
   }
 
  private:
@@ -85,22 +105,32 @@ class ExhaustiveSearch {
     return peak < best_peak_ || (peak == best_peak_ && time < best_time_);
   }
 
-  double rangeTime(int first, int last) const { return forward_time_before_[last + 1] - forward_time_before_[first]; }
+  double rangeTime(const NodeRange& r) const {
+    return forward_time_before_[r.last_node + 1] - forward_time_before_[r.first_node];
+  }
+
+  int computeAtOrAfter(int node) const {
+    return static_cast<int>(std::lower_bound(compute_nodes_.begin(), compute_nodes_.end(), node) - compute_nodes_.begin());
+  }
+  int computeAtOrBefore(int node) const {
+    return static_cast<int>(std::upper_bound(compute_nodes_.begin(), compute_nodes_.end(), node) - compute_nodes_.begin()) - 1;
+  }
 
   bool outOfTime() {
+    if (stopped_) return true;
+    if (visits_left_ >= 0 && --visits_left_ < 0) stopped_ = true;
     if (++visited_ % kClockInterval == 0 && Clock::now() > deadline_) stopped_ = true;
     return stopped_;
   }
 
-  // For each compute node, the compute nodes a segment starting there may end
-  // at: a legal range (cut_rules.h) with a backward that drops at least one
-  // tensor. A segment that drops nothing only adds time and held inputs, so
-  // no best plan holds one.
-  void collectSegmentEnds() {
-    const int count = static_cast<int>(compute_nodes_.size());
-    segment_ends_.assign(count, {});
-    for (int i = 0; i < count && !outOfTime(); ++i)
-      for (int j = i; j < count; ++j) {
+  // For each compute node of the window, the compute nodes of the window a
+  // segment starting there may end at: a legal range (cut_rules.h) with a
+  // backward that drops at least one tensor. A segment that drops nothing
+  // only adds time and held inputs, so no best plan holds one.
+  void collectSegmentEnds(int lo, int hi) {
+    segment_ends_.assign(computeNodeCount(), {});
+    for (int i = lo; i < hi && !outOfTime(); ++i)
+      for (int j = i; j < hi; ++j) {
         const NodeRange range{compute_nodes_[i], compute_nodes_[j]};
         if (!simulator_.segmentProblem(range).empty()) continue;
         const SegmentTiming timing = segmentTiming(index_, range);
@@ -119,10 +149,10 @@ class ExhaustiveSearch {
   // between the forward of node i and the end of the backward of the nodes
   // from i on (memory_rules.h: every changed interval and recompute block of a
   // segment lies between its forward and its backward's end, or the original
-  // free of a tensor it makes). Outside that window the live bytes of a
-  // partial decision are final: the bound that prunes the search.
+  // free of an internal activation it makes). Outside that window the live
+  // bytes of a partial decision are final: the bound that prunes the search.
   void collectSettledLeaves() {
-    const int count = static_cast<int>(compute_nodes_.size());
+    const int count = computeNodeCount();
     const int E = index_.event_count;
     settled_forward_end_.assign(count + 1, leafCount(E));
     settled_backward_begin_.assign(count + 1, 0);
@@ -147,7 +177,8 @@ class ExhaustiveSearch {
     }
   }
 
-  // The peak no completion of the current partial decision can go below.
+  // The peak no completion of the current partial decision can go below
+  // (with the segments after the window fixed, the same argument holds).
   int64_t settledPeak(int i) const {
     const int64_t before = tracker_.peakBytesIn(0, settled_forward_end_[i]);
     const int64_t after = tracker_.peakBytesIn(settled_backward_begin_[i], leafCount(index_.event_count));
@@ -156,8 +187,9 @@ class ExhaustiveSearch {
 
   // Whether no completion of the current partial decision can beat the best plan.
   bool hopeless(int i, double time_us) const {
+    if (fits(best_peak_) && time_us >= best_time_) return true;
     const int64_t bound = settledPeak(i);
-    if (fits(best_peak_)) return time_us >= best_time_ || bound > budget_bytes_;
+    if (fits(best_peak_)) return bound > budget_bytes_;
     return bound > best_peak_ || (bound == best_peak_ && time_us >= best_time_);
   }
 
@@ -166,23 +198,24 @@ class ExhaustiveSearch {
   // along a branch, so once a plan fits no branch at or above its time can win.
   void search(int i, double time_us) {
     if (outOfTime()) return;
-    if (i < static_cast<int>(compute_nodes_.size()) && hopeless(i, time_us)) return;
-    if (fits(best_peak_) && time_us >= best_time_) return;
-    if (i == static_cast<int>(compute_nodes_.size())) {
+    if (i == window_hi_) {
       ++leaves_;
       const int64_t peak = tracker_.peakBytes();
       if (better(peak, time_us)) {
         best_peak_ = peak;
         best_time_ = time_us;
-        best_decision_ = tracker_.decision();
+        best_window_ = chosen_;
       }
       return;
     }
+    if (hopeless(i, time_us)) return;
     search(i + 1, time_us);
     for (int j : segment_ends_[i]) {
       const NodeRange range{compute_nodes_[i], compute_nodes_[j]};
       tracker_.replace({}, {range});
-      search(j + 1, time_us + rangeTime(range.first_node, range.last_node));
+      chosen_.push_back(range);
+      search(j + 1, time_us + rangeTime(range));
+      chosen_.pop_back();
       tracker_.replace({range}, {});
       if (stopped_) return;
     }
@@ -191,16 +224,22 @@ class ExhaustiveSearch {
   const Simulator& simulator_;
   const ProfileIndex& index_;
   const int64_t budget_bytes_;
-  const Clock::time_point deadline_;
-  PeakTracker tracker_;
+  PeakTracker tracker_;   // holds the current decision (outside a window search)
+  double time_ = 0;       // its extra time
   std::vector<double> forward_time_before_;
   std::vector<int> compute_nodes_;
-  std::vector<std::vector<int>> segment_ends_;  // per compute node index, indices of legal last nodes
   std::vector<int> settled_forward_end_;     // per compute node index: leaves before this are final
   std::vector<int> settled_backward_begin_;  // and leaves from this on
-  RecomputeDecision best_decision_;
+  // The window being searched.
+  std::vector<std::vector<int>> segment_ends_;  // per compute node index, indices of legal last nodes
+  int window_hi_ = 0;
+  std::vector<NodeRange> chosen_;       // the window's segments on the current branch
+  std::vector<NodeRange> best_window_;  // the best window segments so far
   int64_t best_peak_ = 0;
   double best_time_ = 0;
+  // Limits.
+  Clock::time_point deadline_ = Clock::time_point::max();
+  long visits_left_ = -1;  // -1: no limit
   long visited_ = 0;
   long leaves_ = 0;
   bool stopped_ = false;
@@ -209,12 +248,34 @@ class ExhaustiveSearch {
 }  // namespace
 
 SolverResult solveOptimal(const Simulator& simulator, int64_t budget_bytes, double time_limit_s) {
-  // The greedy's plan is the first incumbent: the search then only looks for better ones.
-  SolverResult incumbent = solveMuTwo(simulator, budget_bytes);
-  SearchReport report;
-  SolverResult result = ExhaustiveSearch(simulator, budget_bytes, time_limit_s).run(incumbent, report);
-  result.search = report;
+  const Clock::time_point start = Clock::now();
+  // mu-two's plan is the first incumbent: the search then only looks for better ones.
+  const SolverResult incumbent = solveMuTwo(simulator, budget_bytes);
+  SegmentSetSearch search(simulator, budget_bytes, incumbent.decision);
+  search.stopAt(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s)));
+  const bool complete = search.improveWindow(0, search.computeNodeCount());
+  SolverResult result;
+  result.decision = search.decision();
+  result.simulation = simulator.simulate(result.decision);
+  result.search.searched = true;
+  result.search.proven_optimal = complete;
+  result.search.decisions_evaluated = search.plansJudged();
+  result.search.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.search.peak_lower_bound_bytes = peakLowerBound(simulator.index());
   return result;
+}
+
+RecomputeDecision improveByWindows(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
+                                   int window, long visit_allowance) {
+  SegmentSetSearch search(simulator, budget_bytes, start);
+  search.stopAfterVisits(visit_allowance);
+  const int count = search.computeNodeCount();
+  const int stride = std::max(1, window / 2);
+  // A second pass sees what the first changed downstream of each window.
+  for (int pass = 0; pass < kWindowPasses; ++pass)
+    for (int lo = 0; lo < count; lo += stride)
+      if (!search.improveWindow(lo, lo + window)) return search.decision();
+  return search.decision();
 }
 
 std::string searchReportText(const SearchReport& report, int64_t peak_bytes) {

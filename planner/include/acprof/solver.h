@@ -51,9 +51,11 @@ int activationProducerCount(const Simulator& simulator);
 // stopping as soon as the peak fits the budget. Where the greedy stalls above
 // the budget, Chen's walk with 1 to 2*sqrt(n) segments is tried too and the
 // plan that fits with the least extra time is returned. Last, local moves on
-// whole segments (shift an end, remove, split, merge: see solver_mu_two.cpp)
+// whole segments (shift an end, remove, split, merge, add: solver_mu_two.cpp)
 // refine that plan while each gives a better one: a lower peak, or the same
-// peak for less time, or, once it fits, less time.
+// peak for less time, or, once it fits, less time; and on graphs of up to 1000
+// compute nodes the exact search re-plans windows of 12 compute nodes with the
+// rest held fixed, within a fixed allowance of search steps.
 SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes);
 // The same without the refining moves: the plain greedy (plus Chen's walk), for comparison.
 SolverResult solveMuTwoUnrefined(const Simulator& simulator, int64_t budget_bytes);

@@ -1,0 +1,16 @@
+// The exact search of solver_optimal.cpp run on windows: a large-neighbourhood
+// move for mu-two. Each window of `window` compute nodes (stride window/2,
+// widened to whole segments) is searched exhaustively with the rest of the
+// plan fixed, and its best segments replace the current ones when the whole
+// plan gets better for the budget (betterForBudget's order). Deterministic:
+// the search stops after `visit_allowance` search steps, not at a clock.
+#pragma once
+
+#include "acprof/simulator.h"
+
+namespace acprof {
+
+RecomputeDecision improveByWindows(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
+                                   int window, long visit_allowance);
+
+}  // namespace acprof
