@@ -62,6 +62,7 @@ std::string planToJson(const Plan& p) {
             {"model_path", p.model_path},
             {"profile_path", p.profile_path},
             {"solver", p.solver},
+            {"solver_report", p.solver_report},
             {"budget_text", p.budget_text},
             {"budget_bytes", p.budget_bytes},
             {"baseline_peak_bytes", p.baseline_peak_bytes},
@@ -94,6 +95,7 @@ Plan planFromJson(const std::string& json_text, const std::string& where) {
   p.model_path = field<std::string>(root, "model_path", where);
   p.profile_path = field<std::string>(root, "profile_path", where);
   p.solver = field<std::string>(root, "solver", where);
+  if (root.contains("solver_report")) p.solver_report = field<std::string>(root, "solver_report", where);
   p.budget_text = field<std::string>(root, "budget_text", where);
   p.budget_bytes = field<int64_t>(root, "budget_bytes", where);
   p.baseline_peak_bytes = field<int64_t>(root, "baseline_peak_bytes", where);
