@@ -3,9 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "acprof/error.h"
+#include "acprof/files.h"
 #include "acprof/plan_format.h"
 #include "acprof/planner.h"
 #include "acprof/profile_format.h"
+#include "acprof/viz.h"
 #include "commands.h"
 #include "output_paths.h"
 
@@ -18,14 +21,35 @@ struct PlanArgs {
   std::string solver = "mu-two";
   double time_limit_s = kDefaultSearchSeconds;
   std::string output = "plan.json";
+  bool sweep = false;
+  std::string sweep_svg = "frontier.svg";
 };
 
 void runPlan(const PlanArgs& args) {
-  checkOutputPath(args.output, {args.profile_path});
+  if (args.budget.empty() && !args.sweep)
+    throw Error(ErrorKind::Usage,
+                "acprof plan needs --budget (6GB, 512MiB or 60% of the profiled peak), or --sweep to see what each "
+                "budget costs");
+  if (!args.budget.empty()) checkOutputPath(args.output, {args.profile_path});
+  if (args.sweep) checkOutputPath(args.sweep_svg, {args.profile_path, args.output});
   const Profile profile = readProfileFile(args.profile_path);
-  const Plan plan = planRecompute(profile, PlanRequest{args.profile_path, args.budget, args.solver, args.time_limit_s});
+  std::vector<FrontierPoint> frontier;
+  if (args.sweep) {
+    frontier = memoryTimeFrontier(profile);
+    std::cout << frontierText(profile, frontier) << "\n";
+  }
+  if (args.budget.empty()) {
+    writeFileAtomically(args.sweep_svg, renderFrontierSvg(profile, frontier));
+    std::cout << fmt::format("wrote {}\n", args.sweep_svg);
+    return;
+  }
+  Plan plan =
+      planRecompute(profile, PlanRequest{args.profile_path, args.budget, args.solver, args.time_limit_s});
+  plan.frontier = frontier;
   writePlanFile(plan, args.output);
+  if (args.sweep) writeFileAtomically(args.sweep_svg, renderFrontierSvg(profile, frontier, &plan));
   std::cout << planSummaryText(plan) << fmt::format("wrote {}\n", args.output);
+  if (args.sweep) std::cout << fmt::format("wrote {}\n", args.sweep_svg);
 }
 
 }  // namespace
@@ -36,8 +60,7 @@ void addPlanCommand(CLI::App& app) {
   cmd->add_option("profile", args->profile_path, "profile written by 'acprof profile' (default profile.json)");
   cmd->add_option("--budget", args->budget,
                   "peak memory to fit: bytes, 6GB / 1.5TB (powers of 1000), 512MiB / 6GiB (powers of 1024), "
-                  "or 60% of the profiled peak")
-      ->required();
+                  "or 60% of the profiled peak (required unless --sweep)");
   cmd->add_option("--solver", args->solver,
                   "mu-two (default, greedy), optimal (exhaustive search, small graphs), chen (sqrt(n) segments), none")
       ->check(CLI::IsMember(solverNames()));
@@ -45,6 +68,10 @@ void addPlanCommand(CLI::App& app) {
                   "seconds --solver optimal may search before it returns its best plan so far (default 10)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("-o,--output", args->output, "plan to write (default plan.json)");
+  cmd->add_flag("--sweep", args->sweep,
+                "print the trade-off between peak and extra time from no recompute to the floor (mu-two at 16 "
+                "budgets, chen and per-block marked) and draw it as SVG; with --budget the plan records it too");
+  cmd->add_option("--sweep-svg", args->sweep_svg, "where --sweep draws the trade-off (default frontier.svg)");
   cmd->callback([args] { runPlan(*args); });
 }
 

@@ -41,6 +41,34 @@ TEST(PlannerCli, DefaultPathsWriteThePlanAndPrintTheTable) {
   EXPECT_NE(result.out.find("wrote plan.json"), std::string::npos) << result.out;
 }
 
+// --sweep alone prints the trade-off table and draws it, writing no plan;
+// with a budget the plan records the same points. No budget and no --sweep
+// is a usage error (exit 2) that names both.
+TEST(PlannerCli, SweepPrintsAndDrawsTheTradeOffAndABudgetIsOtherwiseRequired) {
+  const std::string dir = makeScratchDir("plan-sweep");
+  writeChainProfile(dir);
+  const auto sweep = runAcprof("plan --sweep", dir);
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_NE(sweep.out.find("none"), std::string::npos) << sweep.out;
+  EXPECT_NE(sweep.out.find("1.37 KiB"), std::string::npos) << "the chain's floor, 1400 B: " << sweep.out;
+  EXPECT_NE(sweep.out.find("wrote frontier.svg"), std::string::npos) << sweep.out;
+  EXPECT_NE(readWholeFile(dir + "/frontier.svg").find("<svg"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir + "/plan.json"));
+
+  const auto with_budget = runAcprof("plan --sweep --budget 1450 --sweep-svg f.svg", dir);
+  ASSERT_EQ(with_budget.exit_code, 0) << with_budget.err;
+  const Plan plan = readPlanFile(dir + "/plan.json");
+  ASSERT_GE(plan.frontier.size(), 2u);
+  EXPECT_EQ(plan.frontier.front().peak_bytes, 1500);
+  EXPECT_NE(readWholeFile(dir + "/f.svg").find("this plan"), std::string::npos);
+
+  const auto neither = runAcprof("plan", dir);
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_EQ(lineCount(neither.err), 1) << neither.err;
+  EXPECT_NE(neither.err.find("--budget"), std::string::npos) << neither.err;
+  EXPECT_NE(neither.err.find("--sweep"), std::string::npos) << neither.err;
+}
+
 TEST(PlannerCli, RefusesToOverwriteTheProfile) {
   const std::string dir = makeScratchDir("plan-overwrite");
   const std::string profile = writeChainProfile(dir);

@@ -116,3 +116,43 @@ TEST(PlannerPlan, BadBudgetAndInfeasibleBudgetAreErrors) {
 
 }  // namespace
 }  // namespace acprof
+
+namespace acprof {
+namespace {
+
+// --sweep on a residual network: from no recompute (the baseline) down to
+// mu-two's floor, every kept point lowers the peak and costs more time than the
+// one before (none is dominated), the last is mu-two's floor, and chen and
+// per-block follow as marked points. The generated profile's scopes ("n3")
+// hold no container child, so there is no per-block point; a scope like
+// "blocks.2.conv" makes one segment per block.
+TEST(PlannerFrontier, RunsFromNoRecomputeToTheFloorWithNoDominatedPoint) {
+  const Profile p = testing::residualNetworkProfile(6, 3);
+  const Simulator simulator(p);
+  const std::vector<FrontierPoint> frontier = memoryTimeFrontier(p, 12);
+  ASSERT_GE(frontier.size(), 4u);
+  EXPECT_EQ(frontier.front().label, "none");
+  EXPECT_EQ(frontier.front().peak_bytes, simulator.simulate({}).peak_bytes);
+  size_t last_planned = 0;
+  for (size_t i = 1; i < frontier.size() && frontier[i].label == "mu-two"; ++i) {
+    EXPECT_LT(frontier[i].peak_bytes, frontier[i - 1].peak_bytes) << i;
+    EXPECT_GT(frontier[i].extra_time_us, frontier[i - 1].extra_time_us) << i;
+    last_planned = i;
+  }
+  EXPECT_EQ(frontier[last_planned].peak_bytes, solveMuTwo(simulator, 0).simulation.peak_bytes);
+  EXPECT_EQ(frontier[last_planned + 1].label, "chen");
+  EXPECT_EQ(frontier.size(), last_planned + 2);  // no per-block point without container scopes
+
+  Profile blocks = p;
+  int block = -1;
+  for (ForwardNode& n : blocks.nodes) {
+    if (n.kind == "prim::Constant") ++block;
+    n.scope = "blocks." + std::to_string(block) + ".op";
+  }
+  const std::vector<FrontierPoint> with_blocks = memoryTimeFrontier(blocks, 12);
+  ASSERT_EQ(with_blocks.back().label, "per-block");
+  EXPECT_EQ(with_blocks.back().segment_count, 6);
+}
+
+}  // namespace
+}  // namespace acprof

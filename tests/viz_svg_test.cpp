@@ -45,3 +45,48 @@ TEST(TimelineSvg, EscapesNamesAndDrawsThePlansBudget) {
 
 }  // namespace
 }  // namespace acprof
+
+namespace acprof {
+namespace {
+
+std::vector<FrontierPoint> smallFrontier() {
+  return {{"none", 0, 12000, 0, 0},      {"mu-two", 11000, 10000, 100, 1}, {"mu-two", 9000, 8000, 300, 2},
+          {"chen", 0, 9000, 400, 3},      {"per-block", 0, 8000, 350, 2}};
+}
+
+// The staircase joins none and mu-two's points in order; the fixed strategies
+// are separate labelled marks; every point has a tooltip; the model path is escaped.
+TEST(FrontierSvg, DrawsTheStaircaseTheMarkedStrategiesAndEscapesTheTitle) {
+  testing::SmallProfileNames names;
+  names.model_path = "<m>.pt";
+  const Profile profile = testing::smallTrainingProfile(names);
+  const std::string svg = renderFrontierSvg(profile, smallFrontier());
+  EXPECT_EQ(countOf(svg, "<svg"), 1);
+  EXPECT_EQ(countOf(svg, "<circle"), 5);
+  EXPECT_EQ(countOf(svg, "<path d=\"M"), 1);
+  EXPECT_EQ(countOf(svg, " L"), 4);  // two steps of two segments each, after the move to the first point
+  EXPECT_NE(svg.find(">chen</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">per-block</text>"), std::string::npos);
+  EXPECT_NE(svg.find("&lt;m&gt;.pt"), std::string::npos);
+  EXPECT_EQ(svg.find("<m>.pt"), std::string::npos);
+  EXPECT_EQ(svg.find("this plan"), std::string::npos);
+  EXPECT_EQ(countOf(svg, "<text"), countOf(svg, "</text>"));
+}
+
+// With a plan: it is ringed and its budget drawn; the rewrite's HTML report
+// carries the same drawing when the plan has a frontier, and none without.
+TEST(FrontierSvg, MarksThePlanAndAppearsInTheReportOnlyWithASweep) {
+  const Profile profile = testing::smallTrainingProfile();
+  Plan plan = testing::smallTrainingPlan(profile);
+  const std::string svg = renderFrontierSvg(profile, smallFrontier(), &plan);
+  EXPECT_NE(svg.find("this plan"), std::string::npos);
+  EXPECT_NE(svg.find(">budget</text>"), std::string::npos);
+  EXPECT_EQ(renderComparisonHtml(profile, profile, &plan).find("Peak vs extra time"), std::string::npos);
+  plan.frontier = smallFrontier();
+  const std::string html = renderComparisonHtml(profile, profile, &plan);
+  EXPECT_NE(html.find("Peak vs extra time"), std::string::npos);
+  EXPECT_NE(html.find(">per-block</text>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace acprof

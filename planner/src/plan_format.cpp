@@ -72,6 +72,16 @@ std::string planToJson(const Plan& p) {
             {"extra_time_us", p.extra_time_us},
             {"segments", std::move(segments)},
             {"predicted_timeline", std::move(timeline)}};
+  if (!p.frontier.empty()) {
+    json frontier = json::array();
+    for (const FrontierPoint& f : p.frontier)
+      frontier.push_back(json{{"label", f.label},
+                              {"budget_bytes", f.budget_bytes},
+                              {"peak_bytes", f.peak_bytes},
+                              {"extra_time_us", f.extra_time_us},
+                              {"segment_count", f.segment_count}});
+    root["frontier"] = std::move(frontier);
+  }
   return root.dump(1) + "\n";
 }
 
@@ -108,6 +118,11 @@ Plan planFromJson(const std::string& json_text, const std::string& where) {
   for (const json& t : json_fields::arrayField(root, "predicted_timeline", {where, kPlanFix}))
     p.predicted_timeline.push_back(TimelinePoint{field<int>(t, "step", where), field<bool>(t, "recompute", where),
                                                  field<int64_t>(t, "peak_bytes", where)});
+  if (root.contains("frontier"))
+    for (const json& f : field<json>(root, "frontier", where))
+      p.frontier.push_back(FrontierPoint{field<std::string>(f, "label", where), field<int64_t>(f, "budget_bytes", where),
+                                         field<int64_t>(f, "peak_bytes", where), field<double>(f, "extra_time_us", where),
+                                         field<int>(f, "segment_count", where)});
   for (size_t i = 1; i < p.segments.size(); ++i)
     if (p.segments[i].first_node <= p.segments[i - 1].last_node)
       throw FormatError(fmt::format("{}: segments {} and {} overlap or are out of order; re-run 'acprof plan'",

@@ -11,7 +11,8 @@
 namespace acprof {
 namespace {
 
-std::string htmlPage(const nlohmann::json& data) {
+// `static_section`: markup acprof generated itself (names in it escaped), shown under the charts.
+std::string htmlPage(const nlohmann::json& data, const std::string& static_section = "") {
   using namespace viz::assets;
   // The licence travels as a comment in front of the code it covers; a "*/"
   // in it would end the comment early and break the page.
@@ -30,6 +31,7 @@ std::string htmlPage(const nlohmann::json& data) {
   page += "\n</style>\n</head>\n<body>\n";
   page += "<main id=\"acprof-report\"><noscript>This report draws its charts with JavaScript; "
           "open it in a browser with JavaScript enabled.</noscript></main>\n";
+  page += static_section;
   page += "<script type=\"application/json\" id=\"acprof-data\">";
   page += viz::jsonForScriptElement(data);
   page += "</script>\n<script>\n/*! uPlot, embedded by acprof. Licence:\n";
@@ -42,14 +44,21 @@ std::string htmlPage(const nlohmann::json& data) {
   return page;
 }
 
+// A plan made with --sweep carries the peak/time trade-off: drawn as the same SVG 'plan --sweep' writes.
+std::string frontierSection(const Profile& profile, const Plan* plan) {
+  if (!plan || plan->frontier.empty()) return "";
+  return "<section class=\"frontier\"><h2>Peak vs extra time (acprof plan --sweep)</h2>\n" +
+         renderFrontierSvg(profile, plan->frontier, plan) + "</section>\n";
+}
+
 }  // namespace
 
 std::string renderTimelineHtml(const Profile& profile, const Plan* plan) {
-  return htmlPage(viz::timelinePageData(profile, plan));
+  return htmlPage(viz::timelinePageData(profile, plan), frontierSection(profile, plan));
 }
 
 std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan) {
-  return htmlPage(viz::comparisonPageData(before, after, plan));
+  return htmlPage(viz::comparisonPageData(before, after, plan), frontierSection(before, plan));
 }
 
 }  // namespace acprof

@@ -39,6 +39,17 @@ struct TimelinePoint {
   int64_t peak_bytes = 0;
 };
 
+// One point of the trade-off between predicted peak and extra time
+// ('acprof plan --sweep'): a mu-two plan at one budget, or a fixed strategy
+// marked for comparison.
+struct FrontierPoint {
+  std::string label;           // mu-two | chen (sqrt(n) segments) | per-block (one segment per container child) | none
+  int64_t budget_bytes = 0;    // the budget mu-two was given; 0 for the fixed strategies
+  int64_t peak_bytes = 0;      // predicted
+  double extra_time_us = 0;    // predicted
+  int segment_count = 0;
+};
+
 struct Plan {
   std::string model_sha256;   // the profile's; the rewriter refuses any other model
   std::string model_path;     // the profile's, the default model for 'acprof rewrite'
@@ -54,6 +65,7 @@ struct Plan {
   double extra_time_us = 0;
   std::vector<SegmentCut> segments;
   std::vector<TimelinePoint> predicted_timeline;
+  std::vector<FrontierPoint> frontier;  // with --sweep: mu-two's Pareto points, then chen and per-block
 };
 
 std::string planToJson(const Plan& plan);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
@@ -36,6 +37,19 @@ Plan planRecompute(const Profile& profile, const PlanRequest& request);
 // The plan from a solver's result (every Plan field, every SegmentCut field).
 Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, int64_t budget_bytes,
                       const SolverResult& solution);
+
+// acprof plan --sweep: mu-two's plans at `budget_count` budgets evenly spaced
+// from the no-recompute peak down to mu-two's floor, keeping those no other
+// plan beats on both predicted peak and extra time (ordered from no recompute
+// to the floor), then two fixed strategies for comparison: Chen's sqrt(n)
+// segments and per-block checkpointing (one segment per child of an
+// nn.Sequential / nn.ModuleList, found from the module scopes, as users
+// place torch.utils.checkpoint by hand).
+std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, int budget_count = 16);
+
+// The frontier as a table: peak, saving against the highest point (no
+// recompute) and extra time against the profiled iteration.
+std::string frontierText(const Profile& profile, const std::vector<FrontierPoint>& frontier);
 
 // The short table printed by 'acprof plan': baseline and predicted peak, saving,
 // extra time and segment count.

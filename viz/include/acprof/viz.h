@@ -19,6 +19,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
@@ -40,6 +41,13 @@ std::string renderComparisonHtml(const Profile& before, const Profile& after, co
 
 // The same stacked chart as a static SVG image (for docs and papers).
 std::string renderTimelineSvg(const Profile& profile, const Plan* plan = nullptr);
+
+// The trade-off of 'acprof plan --sweep' as a static SVG: predicted peak
+// against predicted extra time (% of the profiled iteration), mu-two's
+// frontier as a staircase, chen and per-block marked, and `plan` (the plan
+// chosen for a budget) ringed with its budget line.
+std::string renderFrontierSvg(const Profile& profile, const std::vector<FrontierPoint>& frontier,
+                              const Plan* plan = nullptr);
 
 // A Chrome Trace Event JSON file that Perfetto (ui.perfetto.dev) and
 // chrome://tracing open: one slice per step laid end to end by its measured
