@@ -43,8 +43,8 @@ int main(int argc, char** argv) {
   }
   using Solve = std::function<acprof::SolverResult(const acprof::Simulator&, int64_t)>;
   const std::vector<std::pair<const char*, Solve>> solvers = {
-      {"greedy", acprof::solveMuTwoUnrefined},
       {"mu-two", acprof::solveMuTwo},
+      {"refined", acprof::solveRefined},
       {"optimal", [&](const acprof::Simulator& s, int64_t b) { return acprof::solveOptimal(s, b, time_limit_s); }},
       {"chen", acprof::solveChen},
   };

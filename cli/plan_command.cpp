@@ -35,7 +35,7 @@ void runPlan(const PlanArgs& args) {
   const Profile profile = readProfileFile(args.profile_path);
   std::vector<FrontierPoint> frontier;
   if (args.sweep) {
-    frontier = memoryTimeFrontier(profile);
+    frontier = memoryTimeFrontier(profile, args.solver);
     std::cout << frontierText(profile, frontier) << "\n";
   }
   if (args.budget.empty()) {
@@ -62,14 +62,15 @@ void addPlanCommand(CLI::App& app) {
                   "peak memory to fit: bytes, 6GB / 1.5TB (powers of 1000), 512MiB / 6GiB (powers of 1024), "
                   "or 60% of the profiled peak (required unless --sweep)");
   cmd->add_option("--solver", args->solver,
-                  "mu-two (default, greedy), optimal (exhaustive search, small graphs), chen (sqrt(n) segments), none")
+                  "mu-two (default, greedy), refined (mu-two + local and windowed exact search), optimal (exhaustive "
+                  "search, small graphs), chen (sqrt(n) segments), none")
       ->check(CLI::IsMember(solverNames()));
   cmd->add_option("--time-limit", args->time_limit_s,
                   "seconds --solver optimal may search before it returns its best plan so far (default 10)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("-o,--output", args->output, "plan to write (default plan.json)");
   cmd->add_flag("--sweep", args->sweep,
-                "print the trade-off between peak and extra time from no recompute to the floor (mu-two at 16 "
+                "print the trade-off between peak and extra time from no recompute to the floor (--solver at 16 "
                 "budgets, chen and per-block marked) and draw it as SVG; with --budget the plan records it too");
   cmd->add_option("--sweep-svg", args->sweep_svg, "where --sweep draws the trade-off (default frontier.svg)");
   cmd->callback([args] { runPlan(*args); });

@@ -129,7 +129,7 @@ namespace {
 TEST(PlannerFrontier, RunsFromNoRecomputeToTheFloorWithNoDominatedPoint) {
   const Profile p = testing::residualNetworkProfile(6, 3);
   const Simulator simulator(p);
-  const std::vector<FrontierPoint> frontier = memoryTimeFrontier(p, 12);
+  const std::vector<FrontierPoint> frontier = memoryTimeFrontier(p, "mu-two", 12);
   ASSERT_GE(frontier.size(), 4u);
   EXPECT_EQ(frontier.front().label, "none");
   EXPECT_EQ(frontier.front().peak_bytes, simulator.simulate({}).peak_bytes);
@@ -149,7 +149,7 @@ TEST(PlannerFrontier, RunsFromNoRecomputeToTheFloorWithNoDominatedPoint) {
     if (n.kind == "prim::Constant") ++block;
     n.scope = "blocks." + std::to_string(block) + ".op";
   }
-  const std::vector<FrontierPoint> with_blocks = memoryTimeFrontier(blocks, 12);
+  const std::vector<FrontierPoint> with_blocks = memoryTimeFrontier(blocks, "mu-two", 12);
   ASSERT_EQ(with_blocks.back().label, "per-block");
   EXPECT_EQ(with_blocks.back().segment_count, 6);
 }

@@ -228,38 +228,38 @@ TEST(PlannerSolverOptimal, MatchesBruteForceOnSmallNetworks) {
 }
 
 // Stopped by its time limit, the search says so, still returns a plan no
-// worse than mu-two's, and names a lower bound below that plan's peak.
+// worse than the refined plan it starts from, and names a lower bound below that plan's peak.
 TEST(PlannerSolverOptimal, StopsAtTheTimeLimitAndSaysItIsNotProven) {
   const Profile p = residualNetworkProfile(40, 5);
   const Simulator simulator(p);
-  const SolverResult mu = solveMuTwo(simulator, 1);
+  const SolverResult refined = solveRefined(simulator, 1);
   const SolverResult optimal = solveOptimal(simulator, 1, 0.05);
   EXPECT_FALSE(optimal.search.proven_optimal);
-  EXPECT_LE(optimal.simulation.peak_bytes, mu.simulation.peak_bytes);
+  EXPECT_LE(optimal.simulation.peak_bytes, refined.simulation.peak_bytes);
   EXPECT_LE(optimal.search.peak_lower_bound_bytes, optimal.simulation.peak_bytes);
   EXPECT_NE(searchReportText(optimal.search, optimal.simulation.peak_bytes).find("not proven optimal"),
             std::string::npos);
 }
 
-// mu-two against the proven optimum on networks the exact search finishes:
-// its floor within 2 % on every one, and at 80 % and 60 % of the peak its extra
-// time within 10 % in at least nine cases of ten and within 15 % in all (seed
-// 4 at 80 %: one segment where mu-two keeps four, 10.1 % slower; docs/solvers.md).
-TEST(PlannerSolverOptimal, MuTwoIsWithinTwoPercentOfTheOptimalFloorAndNearItsTime) {
+// The refined solver against the proven optimum on networks the exact search
+// finishes: its floor within 2 % on every one, and at 80 % and 60 % of the peak
+// its extra time within 10 % in at least nine cases of ten and within 15 % in
+// all (seed 4 at 80 %: one segment where it keeps four, 10.1 % slower).
+TEST(PlannerSolverOptimal, RefinedIsWithinTwoPercentOfTheOptimalFloorAndNearItsTime) {
   int cases = 0, within_ten_percent = 0;
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     const Profile p = residualNetworkProfile(4, seed);
     const Simulator simulator(p);
     const SolverResult floor = solveOptimal(simulator, 1, 30);
     ASSERT_TRUE(floor.search.proven_optimal) << "seed " << seed;
-    EXPECT_LE(solveMuTwo(simulator, 1).simulation.peak_bytes, floor.simulation.peak_bytes * 1.02) << "seed " << seed;
+    EXPECT_LE(solveRefined(simulator, 1).simulation.peak_bytes, floor.simulation.peak_bytes * 1.02) << "seed " << seed;
     const int64_t baseline = simulator.simulate({}).peak_bytes;
     for (double fraction : {0.8, 0.6}) {
       const int64_t budget = static_cast<int64_t>(fraction * baseline);
       if (budget < floor.simulation.peak_bytes) continue;
       const SolverResult optimal = solveOptimal(simulator, budget, 30);
       ASSERT_TRUE(optimal.search.proven_optimal) << "seed " << seed;
-      const SolverResult mu = solveMuTwo(simulator, budget);
+      const SolverResult mu = solveRefined(simulator, budget);
       ASSERT_LE(mu.simulation.peak_bytes, budget) << "seed " << seed << " " << fraction;
       const double ratio = mu.simulation.extra_time_us / std::max(optimal.simulation.extra_time_us, 1e-9);
       EXPECT_LE(ratio, 1.15) << "seed " << seed << " " << fraction;
@@ -270,16 +270,16 @@ TEST(PlannerSolverOptimal, MuTwoIsWithinTwoPercentOfTheOptimalFloorAndNearItsTim
   EXPECT_GE(within_ten_percent * 10, cases * 9) << within_ten_percent << " of " << cases;
 }
 
-// Where the greedy stalls (it only grows segments, each choice must lower the
-// peak), the refining moves reach a lower floor on some of these networks, and
-// never a higher one.
-TEST(PlannerSolverOptimal, RefiningMovesLowerTheGreedysFloorWhereItStalls) {
+// Where mu-two's greedy stalls (it only grows segments, each choice must lower
+// the peak), the refined solver reaches a lower floor on some of these
+// networks, and never a higher one.
+TEST(PlannerSolverOptimal, RefiningLowersMuTwosFloorWhereItStalls) {
   int lowered = 0;
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     const Profile p = residualNetworkProfile(8, seed);
     const Simulator simulator(p);
-    const int64_t greedy = solveMuTwoUnrefined(simulator, 1).simulation.peak_bytes;
-    const int64_t refined = solveMuTwo(simulator, 1).simulation.peak_bytes;
+    const int64_t greedy = solveMuTwo(simulator, 1).simulation.peak_bytes;
+    const int64_t refined = solveRefined(simulator, 1).simulation.peak_bytes;
     EXPECT_LE(refined, greedy) << "seed " << seed;
     lowered += refined < greedy;
   }

@@ -55,6 +55,18 @@ RecomputeDecision perBlockDecision(const Simulator& simulator) {
   return decision;
 }
 
+// How long the exact solver may search at each budget of a sweep.
+constexpr double kSweepSearchSeconds = 2;
+
+// The lowest peak the solver reaches: what it names when no budget fits.
+int64_t floorOf(const Simulator& simulator, const std::string& solver) {
+  try {
+    return solveRecompute(simulator, solver, 0, kSweepSearchSeconds).simulation.peak_bytes;
+  } catch (const InfeasibleBudget& e) {
+    return e.smallest_peak_bytes;
+  }
+}
+
 FrontierPoint pointOf(const std::string& label, int64_t budget_bytes, const SolverResult& r) {
   return FrontierPoint{label, budget_bytes, r.simulation.peak_bytes, r.simulation.extra_time_us,
                        static_cast<int>(r.decision.size())};
@@ -62,21 +74,25 @@ FrontierPoint pointOf(const std::string& label, int64_t budget_bytes, const Solv
 
 }  // namespace
 
-std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, int budget_count) {
+std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, const std::string& solver, int budget_count) {
   const Simulator simulator(profile);
   const SolverResult none{{}, simulator.simulate({}), {}};
-  const SolverResult floor = solveMuTwo(simulator, 0);
   const int64_t baseline = none.simulation.peak_bytes;
-  const int64_t lowest = std::min(baseline, floor.simulation.peak_bytes);
+  const int64_t lowest = std::min(baseline, floorOf(simulator, solver));
 
-  // mu-two at evenly spaced budgets from the baseline down to its floor; a
-  // plan another one beats on both peak and time is dropped.
+  // The solver at evenly spaced budgets from the baseline down to its floor;
+  // a plan another one beats on both peak and time is dropped.
   std::vector<FrontierPoint> planned = {pointOf("none", 0, none)};
   for (int k = 1; k < budget_count; ++k) {
     const int64_t budget = baseline - (baseline - lowest) * k / (budget_count - 1);
-    // At the floor too: asked for the floor as a budget, mu-two spends the least time reaching it.
-    const SolverResult r = solveMuTwo(simulator, budget);
-    if (r.simulation.peak_bytes <= budget) planned.push_back(pointOf("mu-two", budget, r));
+    // At the floor too: asked for the floor as a budget, the solver spends the least time reaching it.
+    SolverResult r;
+    try {
+      r = solveRecompute(simulator, solver, budget, kSweepSearchSeconds);
+    } catch (const InfeasibleBudget&) {
+      continue;
+    }
+    planned.push_back(pointOf(solver, budget, r));
   }
   std::sort(planned.begin(), planned.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
     return a.peak_bytes != b.peak_bytes ? a.peak_bytes < b.peak_bytes : a.extra_time_us < b.extra_time_us;

@@ -30,7 +30,7 @@ std::string infeasibleMessage(const Simulator& simulator, const std::string& sol
 }  // namespace
 
 const std::vector<std::string>& solverNames() {
-  static const std::vector<std::string> names = {"mu-two", "optimal", "chen", "none"};
+  static const std::vector<std::string> names = {"mu-two", "refined", "optimal", "chen", "none"};
   return names;
 }
 
@@ -39,6 +39,8 @@ SolverResult solveRecompute(const Simulator& simulator, const std::string& solve
   SolverResult result;
   if (solver == "mu-two")
     result = solveMuTwo(simulator, budget_bytes);
+  else if (solver == "refined")
+    result = solveRefined(simulator, budget_bytes);
   else if (solver == "optimal")
     result = solveOptimal(simulator, budget_bytes, time_limit_s);
   else if (solver == "chen")
@@ -46,7 +48,7 @@ SolverResult solveRecompute(const Simulator& simulator, const std::string& solve
   else if (solver == "none")
     result = solveNone(simulator, budget_bytes);
   else
-    throw Error(ErrorKind::Usage, fmt::format("unknown solver '{}'; use mu-two, optimal, chen or none", solver));
+    throw Error(ErrorKind::Usage, fmt::format("unknown solver '{}'; use mu-two, refined, optimal, chen or none", solver));
 
   // A plan must never make things worse than doing nothing.
   const SimulationResult baseline = simulator.simulate({});

@@ -407,8 +407,8 @@ bool betterForBudget(const SolverResult& a, const SolverResult& b, int64_t budge
   return a.simulation.peak_bytes < b.simulation.peak_bytes;
 }
 
-SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes) {
-  SolverResult result = solveMuTwoUnrefined(simulator, budget_bytes);
+SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes) {
+  SolverResult result = solveMuTwo(simulator, budget_bytes);
   if (result.decision.empty()) return result;
   SolverResult refined;
   refined.decision = SegmentRefiner(simulator, budget_bytes, activationRanges(simulator.index())).run(result.decision);
@@ -419,7 +419,7 @@ SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes) {
   return betterForBudget(refined, result, budget_bytes) ? refined : result;
 }
 
-SolverResult solveMuTwoUnrefined(const Simulator& simulator, int64_t budget_bytes) {
+SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes) {
   SolverResult result;
   result.decision = MuTwoGreedy(simulator, budget_bytes).run();
   result.simulation = simulator.simulate(result.decision);

@@ -249,8 +249,8 @@ class SegmentSetSearch {
 
 SolverResult solveOptimal(const Simulator& simulator, int64_t budget_bytes, double time_limit_s) {
   const Clock::time_point start = Clock::now();
-  // mu-two's plan is the first incumbent: the search then only looks for better ones.
-  const SolverResult incumbent = solveMuTwo(simulator, budget_bytes);
+  // The refined plan is the first incumbent: the search then only looks for better ones.
+  const SolverResult incumbent = solveRefined(simulator, budget_bytes);
   SegmentSetSearch search(simulator, budget_bytes, incumbent.decision);
   search.stopAt(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s)));
   const bool complete = search.improveWindow(0, search.computeNodeCount());

@@ -76,12 +76,12 @@ std::string renderFrontierSvg(const Profile& profile, const std::vector<Frontier
                      "peak</text>\n",
                      number((kTop + kBottom) / 2));
 
-  // mu-two's frontier: a staircase (a budget between two points gets the
-  // slower one's time), then the marks.
+  // The solver's frontier (none, then the points planned for a budget): a
+  // staircase (a budget between two points gets the slower one's time), then the marks.
   std::string path;
   const FrontierPoint* previous = nullptr;
   for (const FrontierPoint& p : frontier) {
-    if (p.label != "mu-two" && p.label != "none") continue;
+    if (p.label != "none" && p.budget_bytes == 0) continue;
     if (!previous)
       path += fmt::format("M{} {} ", number(pointX(p)), number(pointY(p)));
     else
@@ -91,7 +91,7 @@ std::string renderFrontierSvg(const Profile& profile, const std::vector<Frontier
   }
   if (!path.empty()) svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>\n", path);
   for (const FrontierPoint& p : frontier) {
-    const bool fixed = p.label == "chen" || p.label == "per-block";
+    const bool fixed = p.label != "none" && p.budget_bytes == 0;
     svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\"><title>{}: {:.2f} MiB, +{:.1f} %, {} "
                        "segments</title></circle>\n",
                        number(pointX(p)), number(pointY(p)), fixed ? 6 : 4, markColor(p.label), p.label,

@@ -40,11 +40,11 @@ struct TimelinePoint {
 };
 
 // One point of the trade-off between predicted peak and extra time
-// ('acprof plan --sweep'): a mu-two plan at one budget, or a fixed strategy
-// marked for comparison.
+// ('acprof plan --sweep'): the solver's plan at one budget, or a fixed
+// strategy marked for comparison.
 struct FrontierPoint {
-  std::string label;           // mu-two | chen (sqrt(n) segments) | per-block (one segment per container child) | none
-  int64_t budget_bytes = 0;    // the budget mu-two was given; 0 for the fixed strategies
+  std::string label;           // the solver's name | none | chen (sqrt(n) segments) | per-block (one segment per container child)
+  int64_t budget_bytes = 0;    // the budget the solver was given; 0 for none and the fixed strategies
   int64_t peak_bytes = 0;      // predicted
   double extra_time_us = 0;    // predicted
   int segment_count = 0;

@@ -38,14 +38,16 @@ Plan planRecompute(const Profile& profile, const PlanRequest& request);
 Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, int64_t budget_bytes,
                       const SolverResult& solution);
 
-// acprof plan --sweep: mu-two's plans at `budget_count` budgets evenly spaced
-// from the no-recompute peak down to mu-two's floor, keeping those no other
+// acprof plan --sweep: the solver's plans at `budget_count` budgets evenly
+// spaced from the no-recompute peak down to its floor (the exact solver
+// searches 2 s per budget), keeping those no other
 // plan beats on both predicted peak and extra time (ordered from no recompute
 // to the floor), then two fixed strategies for comparison: Chen's sqrt(n)
 // segments and per-block checkpointing (one segment per child of an
 // nn.Sequential / nn.ModuleList, found from the module scopes, as users
 // place torch.utils.checkpoint by hand).
-std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, int budget_count = 16);
+std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, const std::string& solver = "mu-two",
+                                              int budget_count = 16);
 
 // The frontier as a table: peak, saving against the highest point (no
 // recompute) and extra time against the profiled iteration.
