@@ -52,6 +52,17 @@ void runPlan(const PlanArgs& args) {
   if (args.sweep) std::cout << fmt::format("wrote {}\n", args.sweep_svg);
 }
 
+// "mu-two (default, greedy), refined (...), ..., none": the solver table as --solver's help.
+std::string solverHelpText() {
+  std::string text;
+  for (const SolverEntry& entry : solverTable()) {
+    if (!text.empty()) text += ", ";
+    text += entry.name;
+    if (!entry.description.empty()) text += " (" + entry.description + ")";
+  }
+  return text;
+}
+
 }  // namespace
 
 void addPlanCommand(CLI::App& app) {
@@ -61,9 +72,7 @@ void addPlanCommand(CLI::App& app) {
   cmd->add_option("--budget", args->budget,
                   "peak memory to fit: bytes, 6GB / 1.5TB (powers of 1000), 512MiB / 6GiB (powers of 1024), "
                   "or 60% of the profiled peak (required unless --sweep)");
-  cmd->add_option("--solver", args->solver,
-                  "mu-two (default, greedy), refined (mu-two + local and windowed exact search), optimal (exhaustive "
-                  "search, small graphs), chen (sqrt(n) segments), none")
+  cmd->add_option("--solver", args->solver, solverHelpText())
       ->check(CLI::IsMember(solverNames()));
   cmd->add_option("--time-limit", args->time_limit_s,
                   "seconds --solver optimal may search before it returns its best plan so far (default 10)")

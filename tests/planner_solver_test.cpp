@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 
 #include "planner_test_profiles.h"
 
@@ -77,6 +78,37 @@ TEST(PlannerSolver, UnknownSolverIsAnError) {
     FAIL() << "an unknown solver was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Usage);
+    const std::string message = e.what();
+    EXPECT_NE(message.find("'magic'"), std::string::npos) << message;
+    for (const std::string& name : {"mu-two", "refined", "optimal", "chen", "none"})
+      EXPECT_NE(message.find(name), std::string::npos) << name << " missing from: " << message;
+  }
+}
+
+// Every name in the table runs the strategy it names, told apart on the chain
+// worked out above at a budget of one byte (nothing fits): mu-two, refined and
+// optimal reach [0, 1] (1400 B) and only optimal searches; chen places its two
+// segments [0, 1] and [2, 3] (1500 B); none recomputes nothing. The error then
+// names the solver that tried.
+TEST(PlannerSolver, EveryTableNameRunsTheStrategyItNames) {
+  const Profile p = chainProfile(4, 100, {10, 1, 1, 10});
+  const Simulator simulator(p);
+  ASSERT_EQ(solverNames(), (std::vector<std::string>{"mu-two", "refined", "optimal", "chen", "none"}));
+  const std::map<std::string, RecomputeDecision> decisions = {{"mu-two", {{0, 1}}},
+                                                              {"refined", {{0, 1}}},
+                                                              {"optimal", {{0, 1}}},
+                                                              {"chen", {{0, 1}, {2, 3}}},
+                                                              {"none", {}}};
+  for (const SolverEntry& entry : solverTable()) {
+    const SolverResult r = entry.solve(simulator, 1, kShortSearchSeconds);
+    EXPECT_EQ(r.decision, decisions.at(entry.name)) << entry.name;
+    EXPECT_EQ(r.search.searched, entry.name == "optimal") << entry.name;
+    try {
+      solveRecompute(simulator, entry.name, 1, kShortSearchSeconds);
+      FAIL() << entry.name << " met a 1 B budget";
+    } catch (const InfeasibleBudget& e) {
+      EXPECT_NE(std::string(e.what()).find("the " + entry.name + " solver"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -76,7 +76,7 @@ FrontierPoint pointOf(const std::string& label, int64_t budget_bytes, const Solv
 
 std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, const std::string& solver, int budget_count) {
   const Simulator simulator(profile);
-  const SolverResult none{{}, simulator.simulate({}), {}};
+  const SolverResult none{{}, simulator.baseline(), {}};
   const int64_t baseline = none.simulation.peak_bytes;
   const int64_t lowest = std::min(baseline, floorOf(simulator, solver));
 

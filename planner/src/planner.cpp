@@ -17,7 +17,7 @@ Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, in
   plan.solver_report = searchReportText(solution.search, solution.simulation.peak_bytes);
   plan.budget_text = request.budget_text;
   plan.budget_bytes = budget_bytes;
-  plan.baseline_peak_bytes = simulator.simulate({}).peak_bytes;
+  plan.baseline_peak_bytes = simulator.baseline().peak_bytes;
   plan.predicted_peak_bytes = solution.simulation.peak_bytes;
   plan.predicted_peak_step = solution.simulation.peak_step;
   for (const Step& step : profile.steps) plan.baseline_iteration_time_us += step.time_us;
@@ -29,8 +29,7 @@ Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, in
 
 Plan planRecompute(const Profile& profile, const PlanRequest& request) {
   const Simulator simulator(profile);
-  const int64_t baseline_peak_bytes = simulator.simulate({}).peak_bytes;
-  const int64_t budget_bytes = parseBudget(request.budget_text, baseline_peak_bytes);
+  const int64_t budget_bytes = parseBudget(request.budget_text, simulator.baseline().peak_bytes);
   const SolverResult solution = solveRecompute(simulator, request.solver, budget_bytes, request.time_limit_s);
   return planFromSolution(simulator, request, budget_bytes, solution);
 }

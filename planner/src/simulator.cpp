@@ -99,7 +99,8 @@ LeafTimeline replay(const ProfileIndex& index, const DecisionLayout& layout) {
 
 }  // namespace
 
-Simulator::Simulator(const Profile& profile) : index_(std::make_unique<ProfileIndex>(profile)) {}
+Simulator::Simulator(const Profile& profile)
+    : index_(std::make_unique<ProfileIndex>(profile)), baseline_(simulate({})) {}
 Simulator::~Simulator() = default;
 
 const Profile& Simulator::profile() const { return index_->profile; }

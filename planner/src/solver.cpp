@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "acprof/solver.h"
@@ -27,31 +29,56 @@ std::string infeasibleMessage(const Simulator& simulator, const std::string& sol
       formatBytes(optimizer), formatBytes(inputs), formatBytes(best.peak_bytes), best.peak_bytes);
 }
 
+// The strategies that take no time limit, adapted to the table's signature.
+template <SolverResult (*Solve)(const Simulator&, int64_t)>
+SolverResult withoutTimeLimit(const Simulator& simulator, int64_t budget_bytes, double /*time_limit_s*/) {
+  return Solve(simulator, budget_bytes);
+}
+
+// "a, b, c or d": the table's names for the unknown-solver message.
+std::string namesAsChoice() {
+  const std::vector<std::string>& names = solverNames();
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
+}
+
 }  // namespace
 
+const std::vector<SolverEntry>& solverTable() {
+  static const std::vector<SolverEntry> table = {
+      {"mu-two", "default, greedy", withoutTimeLimit<solveMuTwo>},
+      {"refined", "mu-two + local and windowed exact search", withoutTimeLimit<solveRefined>},
+      {"optimal", "exhaustive search, small graphs", solveOptimal},
+      {"chen", "sqrt(n) segments", withoutTimeLimit<solveChen>},
+      {"none", "", withoutTimeLimit<solveNone>},
+  };
+  return table;
+}
+
 const std::vector<std::string>& solverNames() {
-  static const std::vector<std::string> names = {"mu-two", "refined", "optimal", "chen", "none"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const SolverEntry& entry : solverTable()) out.push_back(entry.name);
+    return out;
+  }();
   return names;
 }
 
 SolverResult solveRecompute(const Simulator& simulator, const std::string& solver, int64_t budget_bytes,
                             double time_limit_s) {
-  SolverResult result;
-  if (solver == "mu-two")
-    result = solveMuTwo(simulator, budget_bytes);
-  else if (solver == "refined")
-    result = solveRefined(simulator, budget_bytes);
-  else if (solver == "optimal")
-    result = solveOptimal(simulator, budget_bytes, time_limit_s);
-  else if (solver == "chen")
-    result = solveChen(simulator, budget_bytes);
-  else if (solver == "none")
-    result = solveNone(simulator, budget_bytes);
-  else
-    throw Error(ErrorKind::Usage, fmt::format("unknown solver '{}'; use mu-two, refined, optimal, chen or none", solver));
+  const std::vector<SolverEntry>& table = solverTable();
+  const auto entry =
+      std::find_if(table.begin(), table.end(), [&](const SolverEntry& e) { return e.name == solver; });
+  if (entry == table.end())
+    throw Error(ErrorKind::Usage, fmt::format("unknown solver '{}'; use {}", solver, namesAsChoice()));
+  SolverResult result = entry->solve(simulator, budget_bytes, time_limit_s);
 
   // A plan must never make things worse than doing nothing.
-  const SimulationResult baseline = simulator.simulate({});
+  const SimulationResult& baseline = simulator.baseline();
   if (result.simulation.peak_bytes > baseline.peak_bytes) result = SolverResult{{}, baseline, result.search};
   if (result.simulation.peak_bytes > budget_bytes) {
     std::string message = infeasibleMessage(simulator, solver, budget_bytes, result.simulation);

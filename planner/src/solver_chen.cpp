@@ -23,11 +23,10 @@ int activationProducerCount(const Simulator& simulator) {
 }
 
 SolverResult solveChen(const Simulator& simulator, int64_t budget_bytes) {
-  SolverResult result;
-  result.simulation = simulator.simulate(result.decision);
-  if (result.simulation.peak_bytes <= budget_bytes) return result;
+  const SolverResult none{{}, simulator.baseline(), {}};
+  if (none.simulation.peak_bytes <= budget_bytes) return none;
   const int producers = activationProducerCount(simulator);
-  if (producers == 0) return result;
+  if (producers == 0) return none;
   return segmentEvenly(simulator, std::max(1, static_cast<int>(std::lround(std::sqrt(static_cast<double>(producers))))));
 }
 

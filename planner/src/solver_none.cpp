@@ -3,9 +3,7 @@
 namespace acprof {
 
 SolverResult solveNone(const Simulator& simulator, int64_t /*budget_bytes*/) {
-  SolverResult result;
-  result.simulation = simulator.simulate(result.decision);
-  return result;
+  return SolverResult{{}, simulator.baseline(), {}};
 }
 
 }  // namespace acprof

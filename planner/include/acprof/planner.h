@@ -31,7 +31,7 @@ struct PlanRequest {
 };
 
 // Parses the budget, solves, and fills every field of the plan. Throws
-// BudgetError, InfeasibleBudget or std::invalid_argument with one-line messages.
+// BudgetError, InfeasibleBudget or, for an unknown solver, Error(ErrorKind::Usage), with one-line messages.
 Plan planRecompute(const Profile& profile, const PlanRequest& request);
 
 // The plan from a solver's result (every Plan field, every SegmentCut field).

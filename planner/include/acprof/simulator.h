@@ -58,6 +58,10 @@ class Simulator {
   // Throws std::invalid_argument if the decision is unsorted, overlapping or out of range.
   SimulationResult simulate(const RecomputeDecision& decision) const;
 
+  // simulate({}), the no-recompute baseline: simulated once at construction
+  // because the budget, every solver's guard and the plan all measure against it.
+  const SimulationResult& baseline() const { return baseline_; }
+
   // Live bytes after each original event under the decision (size event_count);
   // recompute blocks are not events of the profile and are not in it.
   std::vector<int64_t> liveBytesPerEvent(const RecomputeDecision& decision) const;
@@ -72,6 +76,7 @@ class Simulator {
 
  private:
   std::unique_ptr<ProfileIndex> index_;
+  SimulationResult baseline_;
 };
 
 }  // namespace acprof

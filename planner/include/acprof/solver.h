@@ -75,8 +75,18 @@ SolverResult solveOptimal(const Simulator& simulator, int64_t budget_bytes, doub
 // optimal, or stopped at the limit with the gap to the peak lower bound.
 std::string searchReportText(const SearchReport& report, int64_t peak_bytes);
 
-// The solvers by name, for the CLI.
-const std::vector<std::string>& solverNames();  // mu-two, refined, optimal, chen, none
+// One entry per strategy: the name `--solver` takes, a line for the CLI's help,
+// and the function. The one list of solvers: solveRecompute, solverNames, the
+// unknown-solver error and `acprof plan --help` all read it.
+struct SolverEntry {
+  std::string name;
+  std::string description;  // a few words after the name in --help; "" for none
+  SolverResult (*solve)(const Simulator& simulator, int64_t budget_bytes, double time_limit_s);
+};
+const std::vector<SolverEntry>& solverTable();  // mu-two (the default) first
+
+// The table's names in its order: mu-two, refined, optimal, chen, none.
+const std::vector<std::string>& solverNames();
 
 // The budget cannot be met: the message names the smallest peak the solver
 // reached, what it is made of, and the budget to ask for instead.
@@ -89,7 +99,7 @@ class InfeasibleBudget : public Error {
 
 // Runs the named solver. Never returns a decision whose simulated peak is above
 // the no-recompute peak (it returns no recompute instead); throws
-// InfeasibleBudget if the peak does not fit the budget, std::invalid_argument
+// InfeasibleBudget if the peak does not fit the budget, Error(ErrorKind::Usage)
 // for an unknown solver name.
 // `time_limit_s` bounds the searching solvers (optimal).
 SolverResult solveRecompute(const Simulator& simulator, const std::string& solver, int64_t budget_bytes,
