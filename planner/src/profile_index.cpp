@@ -22,6 +22,11 @@ ProfileIndex::ProfileIndex(const Profile& p)
       node_count(static_cast<int>(p.nodes.size())),
       step_count(static_cast<int>(p.steps.size())),
       rules(cutRulesOf(p)) {
+  forward_time_before.assign(node_count + 1, 0);
+  for (int n = 0; n < node_count; ++n) forward_time_before[n + 1] = forward_time_before[n] + p.nodes[n].forward_time_us;
+  for (const ForwardNode& node : p.nodes)
+    if (node.role == CutRole::Compute) compute_nodes.push_back(node.id);
+
   step_first_event.reserve(step_count + 1);
   for (const Step& s : p.steps) step_first_event.push_back(s.first_event);
   step_first_event.push_back(event_count);
@@ -51,7 +56,10 @@ ProfileIndex::ProfileIndex(const Profile& p)
     if (t.producer_node >= 0 || t.alloc_step < 0 || t.free_step < 0 || t.free_step >= step_count) continue;
     const int consumer = p.steps[t.free_step].node;
     if (consumer < 0 || consumer >= node_count || p.steps[t.free_step].phase != Phase::Backward) continue;
-    if (p.steps[t.alloc_step].phase == Phase::Backward && t.alloc_step < t.free_step) received[consumer].push_back(t.id);
+    // Made before it is freed, in backward or earlier (the loss's gradient is made in the Loss phase): the
+    // gradients memory_rules.cpp holds to the end of a checkpoint's backward, so that the peak tracker
+    // recomputes every tensor whose interval a segment changes.
+    if (t.alloc_step < t.free_step) received[consumer].push_back(t.id);
   }
   gradients_received_by_node = FlatLists::fromLists(received);
 
@@ -63,6 +71,14 @@ ProfileIndex::ProfileIndex(const Profile& p)
       last_backward_step[n.id] = std::max(last_backward_step[n.id], s);
     }
   }
+}
+
+int ProfileIndex::computeNodeAtOrAfter(int node) const {
+  return static_cast<int>(std::lower_bound(compute_nodes.begin(), compute_nodes.end(), node) - compute_nodes.begin());
+}
+
+int ProfileIndex::computeNodeAtOrBefore(int node) const {
+  return static_cast<int>(std::upper_bound(compute_nodes.begin(), compute_nodes.end(), node) - compute_nodes.begin()) - 1;
 }
 
 }  // namespace acprof

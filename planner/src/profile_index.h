@@ -38,8 +38,9 @@ class ProfileIndex {
   FlatLists tensors_allocated_at_event;
   FlatLists tensors_freed_at_event;
   std::vector<int> last_user_node;     // per tensor, -1 if no forward node reads it
-  // Per node: tensors made in backward before the node's backward ran and freed
-  // by one of its backward steps - the gradients it received.
+  // Per node: tensors not made by a forward node, made before the node's
+  // backward ran and freed by one of its backward steps - the gradients it
+  // received, the loss's gradient included.
   FlatLists gradients_received_by_node;
 
   // Per node: first/last backward step it created (-1: none).
@@ -47,6 +48,16 @@ class ProfileIndex {
   std::vector<int> last_backward_step;
   // The one legality model (acprof/cut_rules.h) over the profile's graph facts.
   CutRules rules;
+
+  // Forward time of nodes [0, n): a range's recompute time in O(1).
+  std::vector<double> forward_time_before;
+  double forwardTime(int first_node, int last_node) const {
+    return forward_time_before[last_node + 1] - forward_time_before[first_node];
+  }
+  // The compute nodes (CutRole::Compute), in order: where the searching solvers put segment ends.
+  std::vector<int> compute_nodes;
+  int computeNodeAtOrAfter(int node) const;   // index into compute_nodes; compute_nodes.size() if none
+  int computeNodeAtOrBefore(int node) const;  // index into compute_nodes; -1 if none
 
   bool isStatic(int tensor) const { return profile.tensors[tensor].alloc_event < 0; }
   bool outlivesIteration(int tensor) const { return profile.tensors[tensor].free_event >= event_count; }
