@@ -47,6 +47,11 @@ struct Case {
   double headroom = -1;  // used when budget is empty
 };
 
+// What ctest and --gtest_list_tests show for the parameter, instead of a byte dump.
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.model << " at " << (c.budget.empty() ? fmt::format("{} of the headroom", c.headroom) : c.budget);
+}
+
 std::string caseName(const ::testing::TestParamInfo<Case>& info) {
   const std::string budget = info.param.budget.empty()
                                  ? fmt::format("headroom{}", static_cast<int>(std::lround(info.param.headroom * 100)))
@@ -300,6 +305,8 @@ struct InfeasibleCase {
   std::string model;
   std::string budget;
 };
+
+void PrintTo(const InfeasibleCase& c, std::ostream* out) { *out << c.model << " at " << c.budget; }
 
 class InfeasibleBudgets : public ::testing::TestWithParam<InfeasibleCase> {};
 
