@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 namespace acprof {
 namespace {
 
@@ -154,6 +156,36 @@ TEST(ProfileFormat, RejectsNumbersThatDoNotFitAndStepsPastTheLast) {
     } catch (const FormatError& e) {
       EXPECT_NE(std::string(e.what()).find(edit.words), std::string::npos) << e.what();
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Every step index the planner and the CLI look up without checking: each
+// pointing one past the last step (the hand-made profile has two) is refused,
+// naming the field, while -1 (none) stays valid where the format allows it.
+TEST(ProfileFormat, RejectsStepIndicesPastTheLastStep) {
+  struct Damage {
+    std::function<void(Profile&)> apply;
+    std::string words;
+  };
+  const std::vector<Damage> damages = {
+      {[](Profile& p) { p.tensors[1].free_step = 2; }, "tensor 1 has free step 2"},
+      {[](Profile& p) { p.tensors[1].alloc_step = 2; }, "tensor 1 has allocation step 2"},
+      {[](Profile& p) { p.tensors[1].last_forward_use_step = 2; }, "tensor 1 has last forward use at step 2"},
+      {[](Profile& p) { p.tensors[1].first_backward_use_step = 2; }, "tensor 1 has first backward use at step 2"},
+      {[](Profile& p) { p.tensors[2].free_step = -2; }, "tensor 2 has free step -2"},
+      {[](Profile& p) { p.summary.peak_step = 2; }, "the summary has peak step 2"},
+  };
+  ASSERT_EQ(handMadeProfile().steps.size(), 2u);
+  EXPECT_NO_THROW(profileFromJson(profileToJson(handMadeProfile()), "good.json"));
+  for (const Damage& damage : damages) {
+    Profile p = handMadeProfile();
+    damage.apply(p);
+    try {
+      profileFromJson(profileToJson(p), "edited.json");
+      ADD_FAILURE() << "accepted a profile with " << damage.words;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(damage.words), std::string::npos) << e.what();
     }
   }
 }

@@ -262,7 +262,8 @@ void validate(const Profile& p, const std::string& where) {
   // Every event is the allocation or the free of one recorded storage.
   if (static_cast<size_t>(p.event_count) > 2 * p.tensors.size())
     bad(fmt::format("{} events for {} tensors", p.event_count, p.tensors.size()));
-  checkStep(p.summary.peak_step, "peak step", 0, "the summary");
+  if (p.summary.peak_step < -1 || p.summary.peak_step >= step_count)
+    bad(fmt::format("the summary has peak step {}", p.summary.peak_step));
   if (p.meta.checkpoint_rng_state_bytes < 0 || p.meta.checkpoint_rng_state_bytes > kMaxProfileBytes)
     bad(fmt::format("a checkpoint keeps {} bytes of generator state", p.meta.checkpoint_rng_state_bytes));
   for (int i = 0; i < node_count; ++i) {
