@@ -87,15 +87,203 @@ TEST(ProfileFormat, TimelineReplaysIntervalsExactly) {
   EXPECT_EQ(live, (std::vector<int64_t>{140, 147, 140, 100}));
 }
 
+// The hand-made profile with every field of every record set away from its
+// default, so that a field the writer leaves out or the reader skips comes
+// back different.
+Profile profileWithEveryFieldSet() {
+  Profile p = handMadeProfile();
+  ProfileMeta& m = p.meta;
+  m.model_path = "models/net.pt";
+  m.torch_version = "9.9.9";
+  m.device = "cuda:1";
+  m.executor_optimize = true;
+  m.time_source = "cupti_kernels";
+  m.command = "acprof profile net.pt";
+  m.input_specs = {"float32[2,3]", "int64[2]"};
+  m.target_spec = "int64[2]";
+  m.loss = "cross_entropy";
+  m.autocast = "bfloat16";
+  m.optimizer = "adamw";
+  m.warmup_iters = 2;
+  m.measured_iters = 5;
+  m.allocator_bytes_at_start = 512;
+  m.other_executor_mode_peak_bytes = 777;
+  m.checkpoint_rng_state_bytes = 16;
+  m.forward_without_grad_ratio = 0.75;
+  ForwardNode& n = p.nodes[0];
+  n.role = CutRole::Barrier;
+  n.barrier_reason = "writes its input";
+  n.writes = {1};
+  GraphValue& v = p.values[1];
+  v.entry = ValueEntry::Clone;
+  v.requires_grad = true;
+  v.type = "List[Tensor]";
+  TensorRecord& t = p.tensors[1];
+  t.shape = {2, 5};
+  t.dtype = "bfloat16";
+  t.device = "cuda:1";
+  t.name = "y";
+  t.producer_node = 0;
+  t.alloc_step = 0;
+  t.free_step = 1;
+  t.users = {0};
+  t.last_forward_use_step = 0;
+  t.first_backward_use_step = 1;
+  Step& s = p.steps[1];
+  s.node = 0;
+  s.op = "ReluBackward0";
+  s.scope = "layer";
+  s.time_us = 3.25;
+  s.allocator_bytes = 640;
+  s.allocator_peak_bytes = 680;
+  p.summary.allocator_peak_bytes = 700;
+  p.summary.phase_time_us = {0.5, 1.5, 2.5, 3.5, 4.5};
+  return p;
+}
+
 TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
-  const Profile p = handMadeProfile();
+  const Profile p = profileWithEveryFieldSet();
   const Profile back = profileFromJson(profileToJson(p), "test");
-  EXPECT_EQ(profileToJson(back), profileToJson(p));
-  EXPECT_EQ(back.nodes[0].backward_steps, std::vector<int>{1});
-  EXPECT_EQ(back.tensors[2].category, Category::Temporary);
-  EXPECT_EQ(back.nodes[0].reads, std::vector<int>{0});
-  EXPECT_EQ(back.values[1].name, "y");
-  EXPECT_EQ(back.graph_outputs, std::vector<int>{1});
+#define EXPECT_SAME(field) EXPECT_EQ(back.field, p.field) << #field
+  // The records profileWithEveryFieldSet fills: each field away from its
+  // default (ids and indices excepted where 0 is the record's own), so that a
+  // dropped field cannot come back equal by chance.
+  const Profile plain;
+  const ForwardNode plain_node;
+  const GraphValue plain_value;
+  const TensorRecord plain_tensor;
+  const Step plain_step;
+#define EXPECT_SET(field, plain_field) EXPECT_NE(p.field, plain_field) << #field " is left at its default"
+  EXPECT_SET(meta.model_path, plain.meta.model_path);
+  EXPECT_SET(meta.model_sha256, plain.meta.model_sha256);
+  EXPECT_SET(meta.torch_version, plain.meta.torch_version);
+  EXPECT_SET(meta.device, plain.meta.device);
+  EXPECT_SET(meta.executor_optimize, plain.meta.executor_optimize);
+  EXPECT_SET(meta.time_source, plain.meta.time_source);
+  EXPECT_SET(meta.command, plain.meta.command);
+  EXPECT_SET(meta.input_specs, plain.meta.input_specs);
+  EXPECT_SET(meta.target_spec, plain.meta.target_spec);
+  EXPECT_SET(meta.loss, plain.meta.loss);
+  EXPECT_SET(meta.autocast, plain.meta.autocast);
+  EXPECT_SET(meta.optimizer, plain.meta.optimizer);
+  EXPECT_SET(meta.warmup_iters, plain.meta.warmup_iters);
+  EXPECT_SET(meta.measured_iters, plain.meta.measured_iters);
+  EXPECT_SET(meta.allocator_bytes_at_start, plain.meta.allocator_bytes_at_start);
+  EXPECT_SET(meta.other_executor_mode_peak_bytes, plain.meta.other_executor_mode_peak_bytes);
+  EXPECT_SET(meta.checkpoint_rng_state_bytes, plain.meta.checkpoint_rng_state_bytes);
+  EXPECT_SET(meta.forward_without_grad_ratio, plain.meta.forward_without_grad_ratio);
+  EXPECT_SET(event_count, plain.event_count);
+  EXPECT_SET(graph_outputs, plain.graph_outputs);
+  EXPECT_SET(summary.peak_bytes, plain.summary.peak_bytes);
+  EXPECT_SET(summary.peak_step, plain.summary.peak_step);
+  EXPECT_SET(summary.peak_breakdown, plain.summary.peak_breakdown);
+  EXPECT_SET(summary.allocator_peak_bytes, plain.summary.allocator_peak_bytes);
+  EXPECT_SET(summary.phase_time_us, plain.summary.phase_time_us);
+  for (auto field : {&ForwardNode::kind, &ForwardNode::scope, &ForwardNode::barrier_reason})
+    EXPECT_NE(p.nodes[0].*field, plain_node.*field);
+  for (auto field : {&ForwardNode::inputs, &ForwardNode::outputs}) EXPECT_NE(p.nodes[0].*field, plain_node.*field);
+  for (auto field : {&ForwardNode::reads, &ForwardNode::writes, &ForwardNode::backward_steps})
+    EXPECT_NE(p.nodes[0].*field, plain_node.*field);
+  EXPECT_NE(p.nodes[0].role, plain_node.role);
+  EXPECT_NE(p.nodes[0].forward_step, plain_node.forward_step);
+  EXPECT_NE(p.nodes[0].forward_time_us, plain_node.forward_time_us);
+  EXPECT_NE(p.nodes[0].backward_time_us, plain_node.backward_time_us);
+  EXPECT_NE(p.values[1].id, plain_value.id);
+  EXPECT_NE(p.values[1].name, plain_value.name);
+  EXPECT_NE(p.values[1].producer_node, plain_value.producer_node);
+  EXPECT_NE(p.values[1].type, plain_value.type);
+  EXPECT_NE(p.values[1].entry, plain_value.entry);
+  EXPECT_NE(p.values[1].can_leave, plain_value.can_leave);
+  EXPECT_NE(p.values[1].is_tensor, plain_value.is_tensor);
+  EXPECT_NE(p.values[1].requires_grad, plain_value.requires_grad);
+  EXPECT_NE(p.values[1].bytes, plain_value.bytes);
+  const TensorRecord& t = p.tensors[1];
+  EXPECT_NE(t.id, plain_tensor.id);
+  EXPECT_NE(t.bytes, plain_tensor.bytes);
+  EXPECT_NE(t.shape, plain_tensor.shape);
+  for (auto field : {&TensorRecord::dtype, &TensorRecord::device, &TensorRecord::name})
+    EXPECT_NE(t.*field, plain_tensor.*field);
+  EXPECT_NE(t.category, plain_tensor.category);
+  for (auto field : {&TensorRecord::producer_node, &TensorRecord::alloc_event, &TensorRecord::free_event,
+                     &TensorRecord::alloc_step, &TensorRecord::free_step, &TensorRecord::last_forward_use_step,
+                     &TensorRecord::first_backward_use_step})
+    EXPECT_NE(t.*field, plain_tensor.*field);
+  EXPECT_NE(t.users, plain_tensor.users);
+  const Step& s = p.steps[1];
+  EXPECT_NE(s.index, plain_step.index);
+  EXPECT_NE(s.phase, plain_step.phase);
+  EXPECT_NE(s.node, plain_step.node);
+  EXPECT_NE(s.op, plain_step.op);
+  EXPECT_NE(s.scope, plain_step.scope);
+  EXPECT_NE(s.first_event, plain_step.first_event);
+  EXPECT_NE(s.time_us, plain_step.time_us);
+  EXPECT_NE(s.allocator_bytes, plain_step.allocator_bytes);
+  EXPECT_NE(s.allocator_peak_bytes, plain_step.allocator_peak_bytes);
+  EXPECT_NE(s.bytes_at_end, plain_step.bytes_at_end);
+  EXPECT_NE(s.peak_bytes, plain_step.peak_bytes);
+#undef EXPECT_SET
+
+  ASSERT_EQ(back.nodes.size(), p.nodes.size());
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    EXPECT_SAME(nodes[i].id);
+    EXPECT_SAME(nodes[i].kind);
+    EXPECT_SAME(nodes[i].scope);
+    EXPECT_SAME(nodes[i].inputs);
+    EXPECT_SAME(nodes[i].outputs);
+    EXPECT_SAME(nodes[i].role);
+    EXPECT_SAME(nodes[i].barrier_reason);
+    EXPECT_SAME(nodes[i].reads);
+    EXPECT_SAME(nodes[i].writes);
+    EXPECT_SAME(nodes[i].forward_step);
+    EXPECT_SAME(nodes[i].forward_time_us);
+    EXPECT_SAME(nodes[i].backward_steps);
+    EXPECT_SAME(nodes[i].backward_time_us);
+  }
+  ASSERT_EQ(back.values.size(), p.values.size());
+  for (size_t i = 0; i < p.values.size(); ++i) {
+    EXPECT_SAME(values[i].id);
+    EXPECT_SAME(values[i].name);
+    EXPECT_SAME(values[i].producer_node);
+    EXPECT_SAME(values[i].type);
+    EXPECT_SAME(values[i].entry);
+    EXPECT_SAME(values[i].can_leave);
+    EXPECT_SAME(values[i].is_tensor);
+    EXPECT_SAME(values[i].requires_grad);
+    EXPECT_SAME(values[i].bytes);
+  }
+  ASSERT_EQ(back.tensors.size(), p.tensors.size());
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    EXPECT_SAME(tensors[i].id);
+    EXPECT_SAME(tensors[i].bytes);
+    EXPECT_SAME(tensors[i].shape);
+    EXPECT_SAME(tensors[i].dtype);
+    EXPECT_SAME(tensors[i].device);
+    EXPECT_SAME(tensors[i].category);
+    EXPECT_SAME(tensors[i].name);
+    EXPECT_SAME(tensors[i].producer_node);
+    EXPECT_SAME(tensors[i].alloc_event);
+    EXPECT_SAME(tensors[i].free_event);
+    EXPECT_SAME(tensors[i].alloc_step);
+    EXPECT_SAME(tensors[i].free_step);
+    EXPECT_SAME(tensors[i].users);
+    EXPECT_SAME(tensors[i].last_forward_use_step);
+    EXPECT_SAME(tensors[i].first_backward_use_step);
+  }
+  ASSERT_EQ(back.steps.size(), p.steps.size());
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    EXPECT_SAME(steps[i].index);
+    EXPECT_SAME(steps[i].phase);
+    EXPECT_SAME(steps[i].node);
+    EXPECT_SAME(steps[i].op);
+    EXPECT_SAME(steps[i].scope);
+    EXPECT_SAME(steps[i].first_event);
+    EXPECT_SAME(steps[i].time_us);
+    EXPECT_SAME(steps[i].allocator_bytes);
+    EXPECT_SAME(steps[i].allocator_peak_bytes);
+    EXPECT_SAME(steps[i].bytes_at_end);
+    EXPECT_SAME(steps[i].peak_bytes);
+  }
+#undef EXPECT_SAME
 }
 
 TEST(ProfileFormat, RejectsOtherSchemaVersionWithTheFix) {
