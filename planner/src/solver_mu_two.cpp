@@ -4,6 +4,7 @@
 
 #include "acprof/solver.h"
 #include "peak_tracker.h"
+#include "plan_order.h"
 #include "profile_index.h"
 #include "window_search.h"
 
@@ -27,12 +28,6 @@ constexpr int kMinLegalizedNodes = 64;
 constexpr int kSearchWindow = 12;
 constexpr int kWindowSearchMaxComputeNodes = 1000;
 constexpr long kWindowVisits = 100000;
-
-int computeNodeCount(const ProfileIndex& index) {
-  int count = 0;
-  for (const ForwardNode& node : index.profile.nodes) count += node.role == CutRole::Compute;
-  return count;
-}
 
 // Recomputing one activation: [its producer, its last forward reader], one per activation.
 std::vector<NodeRange> activationRanges(const ProfileIndex& index) {
@@ -64,9 +59,6 @@ class MuTwoGreedy {
  public:
   MuTwoGreedy(const Simulator& simulator, int64_t budget_bytes)
       : simulator_(simulator), index_(simulator.index()), budget_bytes_(budget_bytes), tracker_(index_) {
-    forward_time_before_.assign(index_.node_count + 1, 0);
-    for (int n = 0; n < index_.node_count; ++n)
-      forward_time_before_[n + 1] = forward_time_before_[n] + index_.profile.nodes[n].forward_time_us;
     collectCandidates();
   }
 
@@ -200,9 +192,7 @@ class MuTwoGreedy {
     return trial;
   }
 
-  double rangeTime(const NodeRange& r) const {
-    return forward_time_before_[r.last_node + 1] - forward_time_before_[r.first_node];
-  }
+  double rangeTime(const NodeRange& r) const { return index_.forwardTime(r.first_node, r.last_node); }
 
   void push(int candidate) {
     const Trial trial = evaluate(candidates_[candidate].range);
@@ -237,7 +227,6 @@ class MuTwoGreedy {
   const ProfileIndex& index_;
   const int64_t budget_bytes_;
   PeakTracker tracker_;
-  std::vector<double> forward_time_before_;
   std::vector<Candidate> candidates_;
   std::priority_queue<QueueEntry> queue_;
   int epoch_ = 0;
@@ -262,11 +251,6 @@ class SegmentRefiner {
         budget_bytes_(budget_bytes),
         tracker_(index_),
         candidates_(std::move(candidates)) {
-    forward_time_before_.assign(index_.node_count + 1, 0);
-    for (int n = 0; n < index_.node_count; ++n)
-      forward_time_before_[n + 1] = forward_time_before_[n] + index_.profile.nodes[n].forward_time_us;
-    for (const ForwardNode& node : index_.profile.nodes)
-      if (node.role == CutRole::Compute) compute_nodes_.push_back(node.id);
   }
 
   RecomputeDecision run(const RecomputeDecision& start) {
@@ -314,24 +298,15 @@ class SegmentRefiner {
     std::vector<NodeRange> added;
   };
 
-  double rangeTime(const NodeRange& r) const {
-    return forward_time_before_[r.last_node + 1] - forward_time_before_[r.first_node];
-  }
+  double rangeTime(const NodeRange& r) const { return index_.forwardTime(r.first_node, r.last_node); }
 
-  // Index of the first compute node at or after `node` / the last at or before it.
-  int computeAtOrAfter(int node) const {
-    return static_cast<int>(std::lower_bound(compute_nodes_.begin(), compute_nodes_.end(), node) - compute_nodes_.begin());
-  }
-  int computeAtOrBefore(int node) const {
-    return static_cast<int>(std::upper_bound(compute_nodes_.begin(), compute_nodes_.end(), node) - compute_nodes_.begin()) - 1;
-  }
 
   std::vector<Move> movesOf(const RecomputeDecision& d, size_t s) const {
     const NodeRange r = d[s];
-    const int count = static_cast<int>(compute_nodes_.size());
-    const int a = computeAtOrAfter(r.first_node), b = computeAtOrBefore(r.last_node);
-    const int lowest_first = s > 0 ? computeAtOrBefore(d[s - 1].last_node) + 1 : 0;
-    const int highest_last = s + 1 < d.size() ? computeAtOrAfter(d[s + 1].first_node) - 1 : count - 1;
+    const int count = static_cast<int>(index_.compute_nodes.size());
+    const int a = index_.computeNodeAtOrAfter(r.first_node), b = index_.computeNodeAtOrBefore(r.last_node);
+    const int lowest_first = s > 0 ? index_.computeNodeAtOrBefore(d[s - 1].last_node) + 1 : 0;
+    const int highest_last = s + 1 < d.size() ? index_.computeNodeAtOrAfter(d[s + 1].first_node) - 1 : count - 1;
     std::vector<Move> moves;
     moves.push_back({{r}, {}});
     if (a > b) return moves;
@@ -339,14 +314,14 @@ class SegmentRefiner {
       for (int db = -kShift; db <= kShift; ++db) {
         const int na = a + da, nb = b + db;
         if ((da == 0 && db == 0) || na < lowest_first || nb > highest_last || na > nb) continue;
-        moves.push_back({{r}, {{compute_nodes_[na], compute_nodes_[nb]}}});
+        moves.push_back({{r}, {{index_.compute_nodes[na], index_.compute_nodes[nb]}}});
       }
     const int span = b - a;
     for (int k = 1; k <= kSplitPoints && span > 0; ++k) {
       const int m = a + static_cast<int>((static_cast<long>(span) * k) / (kSplitPoints + 1));
       if (m < a || m >= b) continue;
-      moves.push_back({{r}, {{r.first_node, compute_nodes_[m]}, {compute_nodes_[m + 1], r.last_node}}});
-      if (m + 1 < b) moves.push_back({{r}, {{r.first_node, compute_nodes_[m]}, {compute_nodes_[m + 2], r.last_node}}});
+      moves.push_back({{r}, {{r.first_node, index_.compute_nodes[m]}, {index_.compute_nodes[m + 1], r.last_node}}});
+      if (m + 1 < b) moves.push_back({{r}, {{r.first_node, index_.compute_nodes[m]}, {index_.compute_nodes[m + 2], r.last_node}}});
     }
     if (s + 1 < d.size()) moves.push_back({{r, d[s + 1]}, {{r.first_node, d[s + 1].last_node}}});
     return moves;
@@ -360,12 +335,7 @@ class SegmentRefiner {
     return it->second.range.last_node + 1 >= r.first_node;
   }
 
-  bool better(int64_t peak, double time) const {
-    const bool fits = peak <= budget_bytes_, fitted = peak_ <= budget_bytes_;
-    if (fits != fitted) return fits;
-    if (fits) return time < time_ || (time == time_ && peak < peak_);
-    return peak < peak_ || (peak == peak_ && time < time_);
-  }
+  bool better(int64_t peak, double time) const { return betterForBudget(peak, time, peak_, time_, budget_bytes_); }
 
   bool tryMove(const Move& move) {
     for (const NodeRange& r : move.added) {
@@ -389,8 +359,6 @@ class SegmentRefiner {
   const ProfileIndex& index_;
   const int64_t budget_bytes_;
   PeakTracker tracker_;
-  std::vector<double> forward_time_before_;
-  std::vector<int> compute_nodes_;
   std::vector<NodeRange> candidates_;
   int64_t peak_ = 0;
   double time_ = 0;
@@ -412,8 +380,7 @@ SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes) {
   if (result.decision.empty()) return result;
   SolverResult refined;
   refined.decision = SegmentRefiner(simulator, budget_bytes, activationRanges(simulator.index())).run(result.decision);
-  const int compute_nodes = computeNodeCount(simulator.index());
-  if (compute_nodes <= kWindowSearchMaxComputeNodes)
+  if (static_cast<int>(simulator.index().compute_nodes.size()) <= kWindowSearchMaxComputeNodes)
     refined.decision = improveByWindows(simulator, budget_bytes, refined.decision, kSearchWindow, kWindowVisits);
   refined.simulation = simulator.simulate(refined.decision);
   return betterForBudget(refined, result, budget_bytes) ? refined : result;

@@ -8,6 +8,7 @@
 
 #include "acprof/solver.h"
 #include "peak_tracker.h"
+#include "plan_order.h"
 #include "window_search.h"
 #include "profile_index.h"
 
@@ -45,11 +46,6 @@ class SegmentSetSearch {
  public:
   SegmentSetSearch(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start)
       : simulator_(simulator), index_(simulator.index()), budget_bytes_(budget_bytes), tracker_(index_) {
-    forward_time_before_.assign(index_.node_count + 1, 0);
-    for (int n = 0; n < index_.node_count; ++n)
-      forward_time_before_[n + 1] = forward_time_before_[n] + index_.profile.nodes[n].forward_time_us;
-    for (const ForwardNode& node : index_.profile.nodes)
-      if (node.role == CutRole::Compute) compute_nodes_.push_back(node.id);
     collectSettledLeaves();
     tracker_.replace({}, start);
     for (const NodeRange& r : start) time_ += rangeTime(r);
@@ -59,7 +55,7 @@ class SegmentSetSearch {
   void stopAfterVisits(long visits) { visits_left_ = visits; }
   bool stopped() const { return stopped_; }
   long plansJudged() const { return leaves_; }
-  int computeNodeCount() const { return static_cast<int>(compute_nodes_.size()); }
+  int computeNodeCount() const { return static_cast<int>(index_.compute_nodes.size()); }
   RecomputeDecision decision() const { return tracker_.decision(); }
 
   // Searches every segment set inside compute nodes [lo, hi) (widened to
@@ -72,10 +68,10 @@ class SegmentSetSearch {
     // Widen to whole segments, and take the window's segments out of the tracker.
     std::vector<NodeRange> inside;
     for (const NodeRange& r : tracker_.decision()) {
-      if (r.last_node < compute_nodes_[lo] || r.first_node > compute_nodes_[hi - 1]) continue;
+      if (r.last_node < index_.compute_nodes[lo] || r.first_node > index_.compute_nodes[hi - 1]) continue;
       inside.push_back(r);
-      lo = std::min(lo, computeAtOrAfter(r.first_node));
-      hi = std::max(hi, computeAtOrBefore(r.last_node) + 1);
+      lo = std::min(lo, index_.computeNodeAtOrAfter(r.first_node));
+      hi = std::max(hi, index_.computeNodeAtOrBefore(r.last_node) + 1);
     }
     const int64_t peak_before = tracker_.peakBytes();
     tracker_.replace(inside, {});
@@ -96,25 +92,13 @@ class SegmentSetSearch {
  private:
   bool fits(int64_t peak) const { return peak <= budget_bytes_; }
 
-  // Whether a plan with this peak and time beats the best so far: fitting
-  // beats not fitting; between fitting plans less time wins, then the lower
-  // peak; between plans that do not fit the lower peak wins, then less time.
+  // Whether a plan with this peak and time beats the best so far (plan_order.h).
   bool better(int64_t peak, double time) const {
-    if (fits(peak) != fits(best_peak_)) return fits(peak);
-    if (fits(peak)) return time < best_time_ || (time == best_time_ && peak < best_peak_);
-    return peak < best_peak_ || (peak == best_peak_ && time < best_time_);
+    return betterForBudget(peak, time, best_peak_, best_time_, budget_bytes_);
   }
 
-  double rangeTime(const NodeRange& r) const {
-    return forward_time_before_[r.last_node + 1] - forward_time_before_[r.first_node];
-  }
+  double rangeTime(const NodeRange& r) const { return index_.forwardTime(r.first_node, r.last_node); }
 
-  int computeAtOrAfter(int node) const {
-    return static_cast<int>(std::lower_bound(compute_nodes_.begin(), compute_nodes_.end(), node) - compute_nodes_.begin());
-  }
-  int computeAtOrBefore(int node) const {
-    return static_cast<int>(std::upper_bound(compute_nodes_.begin(), compute_nodes_.end(), node) - compute_nodes_.begin()) - 1;
-  }
 
   bool outOfTime() {
     if (stopped_) return true;
@@ -131,7 +115,7 @@ class SegmentSetSearch {
     segment_ends_.assign(computeNodeCount(), {});
     for (int i = lo; i < hi && !outOfTime(); ++i)
       for (int j = i; j < hi; ++j) {
-        const NodeRange range{compute_nodes_[i], compute_nodes_[j]};
+        const NodeRange range{index_.compute_nodes[i], index_.compute_nodes[j]};
         if (!simulator_.segmentProblem(range).empty()) continue;
         const SegmentTiming timing = segmentTiming(index_, range);
         if (timing.has_backward && dropsSomething(timing)) segment_ends_[i].push_back(j);
@@ -158,8 +142,8 @@ class SegmentSetSearch {
     settled_backward_begin_.assign(count + 1, 0);
     int forward_end = leafCount(E), backward_begin = 0;
     for (int i = count - 1; i >= 0; --i) {
-      const int first = compute_nodes_[i];
-      const int last = i + 1 < count ? compute_nodes_[i + 1] - 1 : index_.node_count - 1;
+      const int first = index_.compute_nodes[i];
+      const int last = i + 1 < count ? index_.compute_nodes[i + 1] - 1 : index_.node_count - 1;
       for (int n = first; n <= last; ++n) {
         const int fs = index_.profile.nodes[n].forward_step;
         if (fs >= 0) forward_end = std::min(forward_end, blockLeaf(index_.step_first_event[fs]));
@@ -211,7 +195,7 @@ class SegmentSetSearch {
     if (hopeless(i, time_us)) return;
     search(i + 1, time_us);
     for (int j : segment_ends_[i]) {
-      const NodeRange range{compute_nodes_[i], compute_nodes_[j]};
+      const NodeRange range{index_.compute_nodes[i], index_.compute_nodes[j]};
       tracker_.replace({}, {range});
       chosen_.push_back(range);
       search(j + 1, time_us + rangeTime(range));
@@ -226,8 +210,6 @@ class SegmentSetSearch {
   const int64_t budget_bytes_;
   PeakTracker tracker_;   // holds the current decision (outside a window search)
   double time_ = 0;       // its extra time
-  std::vector<double> forward_time_before_;
-  std::vector<int> compute_nodes_;
   std::vector<int> settled_forward_end_;     // per compute node index: leaves before this are final
   std::vector<int> settled_backward_begin_;  // and leaves from this on
   // The window being searched.
