@@ -68,10 +68,7 @@ StepConfig stepConfigOfProfile(const ProfileMeta& meta);
 struct RewriteOptions {
   std::string model_path;   // empty: the plan's model_path
   std::string output_path;  // empty: <model stem>.ckpt.pt beside the model
-  bool verify = true;
-  // Maximum abs difference accepted; 0 demands bitwise equality (CPU). CUDA
-  // without deterministic kernels needs a tolerance.
-  double tolerance = 0;
+  bool verify = true;  // the rewritten model must then match the original bit for bit
   std::function<void(const std::string&)> progress;  // optional, one short line per stage
 };
 
