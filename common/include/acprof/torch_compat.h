@@ -18,11 +18,9 @@
 namespace acprof::compat {
 
 #if TORCH_VERSION_MAJOR >= 2
-inline constexpr bool kTorch2 = true;
 // c10::MemoryReportingInfoBase::reportMemoryUsage's total arguments.
 using AllocatorTotal = size_t;
 #else
-inline constexpr bool kTorch2 = false;
 using AllocatorTotal = int64_t;
 #endif
 
