@@ -45,7 +45,6 @@ class ProfileBuilder {
   void backward(int node, double time_us = 1.0) {
     const int step = beginStep(Phase::Backward, node, "Backward" + std::to_string(node), time_us);
     profile_.nodes[node].backward_steps.push_back(step);
-    profile_.nodes[node].backward_time_us += time_us;
   }
   void optimizer() { beginStep(Phase::Optimizer, -1, "optimizer.step", 1.0); }
 

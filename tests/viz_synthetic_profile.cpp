@@ -41,7 +41,6 @@ void SyntheticProfileBuilder::beginStep(Phase phase, const std::string& op, cons
       profile_.nodes[node].forward_time_us = time_us;
     } else if (phase == Phase::Backward) {
       profile_.nodes[node].backward_steps.push_back(step.index);
-      profile_.nodes[node].backward_time_us += time_us;
     }
   }
   profile_.steps.push_back(step);

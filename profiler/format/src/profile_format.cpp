@@ -104,8 +104,7 @@ json nodeToJson(const ForwardNode& n) {
               {"writes", n.writes},
               {"forward_step", n.forward_step},
               {"forward_time_us", n.forward_time_us},
-              {"backward_steps", n.backward_steps},
-              {"backward_time_us", n.backward_time_us}};
+              {"backward_steps", n.backward_steps}};
 }
 
 ForwardNode nodeFromJson(const json& j, const std::string& where) {
@@ -122,7 +121,9 @@ ForwardNode nodeFromJson(const json& j, const std::string& where) {
   n.forward_step = field<int>(j, "forward_step", where);
   n.forward_time_us = field<double>(j, "forward_time_us", where);
   n.backward_steps = field<std::vector<int>>(j, "backward_steps", where);
-  n.backward_time_us = field<double>(j, "backward_time_us", where);
+  // Profiles written before it was dropped still carry "backward_time_us" (the
+  // sum of the backward steps' times, a copy nothing read); like any key not
+  // read here, it is ignored.
   return n;
 }
 

@@ -432,7 +432,6 @@ void fillNodes(Profile& profile, const IterationRecord& record, const std::vecto
     if (node < 0) continue;  // created by the loss, after forward
     profile.steps[s].node = node;
     profile.nodes[node].backward_steps.push_back(static_cast<int>(s));
-    profile.nodes[node].backward_time_us += step_time_us[s];
   }
 }
 

@@ -85,8 +85,7 @@ struct ForwardNode {
   std::vector<int> writes;            // values whose memory the node may write (alias analysis)
   int forward_step = -1;              // the step that ran it, -1 if it never runs as a step
   double forward_time_us = 0;         // median over measured iterations
-  std::vector<int> backward_steps;    // steps of autograd nodes it created
-  double backward_time_us = 0;        // sum of those steps' times
+  std::vector<int> backward_steps;    // steps of autograd nodes it created (their times are the steps')
 };
 
 // How a value reaches a segment that reads it but does not make it.
