@@ -80,7 +80,7 @@ TEST(PlannerSolver, UnknownSolverIsAnError) {
     EXPECT_EQ(e.kind(), ErrorKind::Usage);
     const std::string message = e.what();
     EXPECT_NE(message.find("'magic'"), std::string::npos) << message;
-    for (const std::string& name : {"mu-two", "refined", "optimal", "chen", "none"})
+    for (const char* name : {"mu-two", "refined", "optimal", "chen", "none"})
       EXPECT_NE(message.find(name), std::string::npos) << name << " missing from: " << message;
   }
 }
@@ -130,7 +130,9 @@ TEST(PlannerSolver, NoSolverExceedsTheBaselineOrTheBudget) {
         const SolverResult alone = solver.solve(simulator, budget, kShortSearchSeconds);
         EXPECT_EQ(alone.simulation.peak_bytes, simulator.simulate(alone.decision).peak_bytes) << solver.name;
         for (const NodeRange& range : alone.decision) EXPECT_EQ(simulator.segmentProblem(range), "") << solver.name;
-        if (solver.name != "chen") EXPECT_LE(alone.simulation.peak_bytes, baseline) << solver.name << " " << fraction;
+        if (solver.name != "chen") {
+          EXPECT_LE(alone.simulation.peak_bytes, baseline) << solver.name << " " << fraction;
+        }
 
         const bool falls_back = alone.simulation.peak_bytes > baseline;
         const int64_t guarded_peak = falls_back ? baseline : alone.simulation.peak_bytes;
@@ -148,7 +150,9 @@ TEST(PlannerSolver, NoSolverExceedsTheBaselineOrTheBudget) {
         } catch (const InfeasibleBudget& e) {
           EXPECT_GT(e.smallest_peak_bytes, budget) << solver.name << " " << fraction;
           EXPECT_LE(e.smallest_peak_bytes, baseline) << solver.name << " " << fraction;
-          if (repeatable) EXPECT_EQ(e.smallest_peak_bytes, guarded_peak) << solver.name << " " << fraction;
+          if (repeatable) {
+            EXPECT_EQ(e.smallest_peak_bytes, guarded_peak) << solver.name << " " << fraction;
+          }
         }
       }
   }
