@@ -111,9 +111,7 @@ std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, const std:
 std::string frontierText(const Profile& profile, const std::vector<FrontierPoint>& frontier) {
   std::string text = fmt::format("{:<10} {:>14} {:>8} {:>14} {:>8} {:>9}\n", "plan", "peak", "saving", "extra time",
                                  "of iter", "segments");
-  double iteration = 0;
-  for (const Step& step : profile.steps) iteration += step.time_us;
-  iteration = std::max(iteration, 1e-9);
+  const double iteration = std::max(iterationTimeUs(profile), 1e-9);
   int64_t baseline_bytes = 1;
   for (const FrontierPoint& p : frontier)
     if (p.label == "none") baseline_bytes = std::max<int64_t>(p.peak_bytes, 1);

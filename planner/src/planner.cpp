@@ -20,7 +20,7 @@ Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, in
   plan.baseline_peak_bytes = simulator.baseline().peak_bytes;
   plan.predicted_peak_bytes = solution.simulation.peak_bytes;
   plan.predicted_peak_step = solution.simulation.peak_step;
-  for (const Step& step : profile.steps) plan.baseline_iteration_time_us += step.time_us;
+  plan.baseline_iteration_time_us = iterationTimeUs(profile);
   plan.extra_time_us = solution.simulation.extra_time_us;
   for (const NodeRange& range : solution.decision) plan.segments.push_back(simulator.describeSegment(range));
   plan.predicted_timeline = solution.simulation.timeline;

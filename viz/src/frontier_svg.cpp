@@ -10,15 +10,16 @@
 
 #include "acprof/viz.h"
 #include "markup_escape.h"
+#include "svg_document.h"
 
 namespace acprof {
 namespace {
 
+using viz::svgNumber;
+
 constexpr double kWidth = 720, kHeight = 440;
 constexpr double kLeft = 88, kRight = 690, kTop = 48, kBottom = 372;
 constexpr double kMiB = 1024.0 * 1024.0;
-
-std::string number(double v) { return fmt::format("{:.1f}", v); }
 
 // A tick step of 1, 2 or 5 times a power of ten that gives at most `max_ticks` ticks.
 double tickStep(double max_value, int max_ticks) {
@@ -36,9 +37,7 @@ const char* markColor(const std::string& label) {
 }  // namespace
 
 std::string renderFrontierSvg(const Profile& profile, const std::vector<FrontierPoint>& frontier, const Plan* plan) {
-  double iteration_us = 0;
-  for (const Step& step : profile.steps) iteration_us += step.time_us;
-  iteration_us = std::max(iteration_us, 1e-9);
+  const double iteration_us = std::max(iterationTimeUs(profile), 1e-9);
   // x: extra time in % of the profiled iteration; y: predicted peak in MiB, from 0.
   double max_x = 1, max_y = 1;
   for (const FrontierPoint& p : frontier) {
@@ -53,28 +52,21 @@ std::string renderFrontierSvg(const Profile& profile, const std::vector<Frontier
   auto pointX = [&](const FrontierPoint& p) { return px(100.0 * p.extra_time_us / iteration_us); };
   auto pointY = [&](const FrontierPoint& p) { return py(static_cast<double>(p.peak_bytes) / kMiB); };
 
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
-      "font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
-      "fill=\"#ffffff\"/>\n",
-      kWidth, kHeight);
-  const std::string title = profile.meta.model_path.empty() ? "profile" : profile.meta.model_path;
-  svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Peak vs extra time: {}</text>\n",
-                     number(kLeft), viz::escapeMarkupText(title));
+  std::string svg = viz::svgOpening(kWidth, kHeight, "Peak vs extra time", kLeft, profile);
   for (double x = 0; x <= x_end + 1e-9; x += x_step)
     svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#e0e0e0\"/><text x=\"{0}\" y=\"{3}\" "
                        "text-anchor=\"middle\">{4:g} %</text>\n",
-                       number(px(x)), number(kTop), number(kBottom), number(kBottom + 16), x);
+                       svgNumber(px(x)), svgNumber(kTop), svgNumber(kBottom), svgNumber(kBottom + 16), x);
   for (double y = 0; y <= y_end + 1e-9; y += y_step)
     svg += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#e0e0e0\"/><text x=\"{3}\" y=\"{4}\" "
                        "text-anchor=\"end\">{5:g} MiB</text>\n",
-                       number(py(y)), number(kLeft), number(kRight), number(kLeft - 6), number(py(y) + 4), y);
+                       svgNumber(py(y)), svgNumber(kLeft), svgNumber(kRight), svgNumber(kLeft - 6), svgNumber(py(y) + 4), y);
   svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">predicted extra time (% of the profiled "
                      "iteration)</text>\n",
-                     number((kLeft + kRight) / 2), number(kBottom + 36));
+                     svgNumber((kLeft + kRight) / 2), svgNumber(kBottom + 36));
   svg += fmt::format("<text x=\"16\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {0})\">predicted "
                      "peak</text>\n",
-                     number((kTop + kBottom) / 2));
+                     svgNumber((kTop + kBottom) / 2));
 
   // The solver's frontier (none, then the points planned for a budget): a
   // staircase (a budget between two points gets the slower one's time), then the marks.
@@ -83,10 +75,10 @@ std::string renderFrontierSvg(const Profile& profile, const std::vector<Frontier
   for (const FrontierPoint& p : frontier) {
     if (p.label != "none" && p.budget_bytes == 0) continue;
     if (!previous)
-      path += fmt::format("M{} {} ", number(pointX(p)), number(pointY(p)));
+      path += fmt::format("M{} {} ", svgNumber(pointX(p)), svgNumber(pointY(p)));
     else
-      path += fmt::format("L{} {} L{} {} ", number(pointX(p)), number(pointY(*previous)), number(pointX(p)),
-                          number(pointY(p)));
+      path += fmt::format("L{} {} L{} {} ", svgNumber(pointX(p)), svgNumber(pointY(*previous)), svgNumber(pointX(p)),
+                          svgNumber(pointY(p)));
     previous = &p;
   }
   if (!path.empty()) svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>\n", path);
@@ -94,25 +86,25 @@ std::string renderFrontierSvg(const Profile& profile, const std::vector<Frontier
     const bool fixed = p.label != "none" && p.budget_bytes == 0;
     svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\"><title>{}: {:.2f} MiB, +{:.1f} %, {} "
                        "segments</title></circle>\n",
-                       number(pointX(p)), number(pointY(p)), fixed ? 6 : 4, markColor(p.label), p.label,
+                       svgNumber(pointX(p)), svgNumber(pointY(p)), fixed ? 6 : 4, markColor(p.label), p.label,
                        static_cast<double>(p.peak_bytes) / kMiB, 100.0 * p.extra_time_us / iteration_us,
                        p.segment_count);
     if (fixed)
-      svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n", number(pointX(p) + 9),
-                         number(pointY(p) + 4), markColor(p.label), p.label);
+      svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n", svgNumber(pointX(p) + 9),
+                         svgNumber(pointY(p) + 4), markColor(p.label), p.label);
   }
   if (plan) {
     const double x = px(100.0 * plan->extra_time_us / iteration_us);
     const double y = py(static_cast<double>(plan->predicted_peak_bytes) / kMiB);
     svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"9\" fill=\"none\" stroke=\"#2ca02c\" stroke-width=\"2\"/>"
                        "<text x=\"{}\" y=\"{}\" fill=\"#2ca02c\">this plan</text>\n",
-                       number(x), number(y), number(x + 12), number(y - 8));
+                       svgNumber(x), svgNumber(y), svgNumber(x + 12), svgNumber(y - 8));
     if (plan->budget_bytes > 0) {
       const double b = py(static_cast<double>(plan->budget_bytes) / kMiB);
       if (b >= kTop)
         svg += fmt::format("<line x1=\"{0}\" y1=\"{2}\" x2=\"{1}\" y2=\"{2}\" stroke=\"#d62728\" stroke-dasharray=\"6 4\"/>"
                            "<text x=\"{1}\" y=\"{3}\" text-anchor=\"end\" fill=\"#d62728\">budget</text>\n",
-                           number(kLeft), number(kRight), number(b), number(b - 4));
+                           svgNumber(kLeft), svgNumber(kRight), svgNumber(b), svgNumber(b - 4));
     }
   }
   svg += "</svg>\n";

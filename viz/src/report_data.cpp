@@ -87,8 +87,7 @@ json largestActivations(const Profile& profile, const Plan* plan, size_t count) 
 
 json phaseTimes(const Profile& profile) {
   json times = json::object();
-  double total_us = 0;
-  for (const Step& step : profile.steps) total_us += step.time_us;
+  const double total_us = iterationTimeUs(profile);
   for (Phase phase : {Phase::Forward, Phase::Loss, Phase::Backward, Phase::Optimizer}) {
     double phase_us = 0;
     for (const Step& step : profile.steps)

@@ -481,6 +481,12 @@ void writeProfileFile(const Profile& profile, const std::string& path) {
   writeFileAtomically(path, profileToJson(profile));
 }
 
+double iterationTimeUs(const Profile& profile) {
+  double total_us = 0;
+  for (const Step& step : profile.steps) total_us += step.time_us;
+  return total_us;
+}
+
 std::string formatBytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes < 0 ? -bytes : bytes);

@@ -218,6 +218,9 @@ Profile readProfileFile(const std::string& path);
 void writeProfileFile(const Profile& profile, const std::string& path);
 
 
+// The measured time of one iteration: the sum of every step's time.
+double iterationTimeUs(const Profile& profile);
+
 // "1.50 GiB", "312.0 MiB", "8.0 KiB", "12 B".
 std::string formatBytes(int64_t bytes);
 
