@@ -53,7 +53,6 @@ class SegmentSetSearch {
 
   void stopAt(Clock::time_point deadline) { deadline_ = deadline; }
   void stopAfterVisits(long visits) { visits_left_ = visits; }
-  bool stopped() const { return stopped_; }
   long plansJudged() const { return leaves_; }
   int computeNodeCount() const { return static_cast<int>(index_.compute_nodes.size()); }
   RecomputeDecision decision() const { return tracker_.decision(); }
@@ -98,7 +97,6 @@ class SegmentSetSearch {
   }
 
   double rangeTime(const NodeRange& r) const { return index_.forwardTime(r.first_node, r.last_node); }
-
 
   bool outOfTime() {
     if (stopped_) return true;

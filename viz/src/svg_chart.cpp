@@ -8,6 +8,7 @@
 
 #include "acprof/viz.h"
 #include "markup_escape.h"
+#include "svg_document.h"
 #include "memory_series.h"
 #include "plan_overlay.h"
 
@@ -15,6 +16,7 @@ namespace acprof {
 namespace {
 
 using viz::CategoryStyle;
+using viz::svgNumber;
 
 constexpr double kWidth = 960, kHeight = 440;
 constexpr double kPlotLeft = 88, kPlotRight = 940, kPlotTop = 48, kPlotBottom = 352;
@@ -49,16 +51,14 @@ struct ChartScale {
   double y(double bytes) const { return kPlotBottom - (kPlotBottom - kPlotTop) * bytes / max_bytes; }
 };
 
-std::string number(double v) { return fmt::format("{:.1f}", v); }
-
 // A step-shaped path through the held values, left to right.
 void appendStepPath(std::string& path, const ChartScale& scale, const std::vector<int>& events,
                     const std::vector<int64_t>& values, double end_event, bool move_first) {
   for (size_t i = 0; i < events.size(); ++i) {
     const double x0 = scale.x(events[i]), x1 = scale.x(i + 1 < events.size() ? events[i + 1] : end_event);
     const double y = scale.y(static_cast<double>(values[i]));
-    path += fmt::format("{}{} {} L{} {} ", i == 0 && move_first ? "M" : "L", number(x0), number(y), number(x1),
-                        number(y));
+    path += fmt::format("{}{} {} L{} {} ", i == 0 && move_first ? "M" : "L", svgNumber(x0), svgNumber(y), svgNumber(x1),
+                        svgNumber(y));
   }
 }
 
@@ -80,23 +80,16 @@ std::string renderTimelineSvg(const Profile& profile, const Plan* plan) {
   const ChartScale scale{static_cast<double>(std::max(profile.event_count, 1)),
                          static_cast<double>((max_bytes * 11 / 10 / tick_step + 1) * tick_step)};
 
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
-      "font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
-      "fill=\"#ffffff\"/>\n",
-      kWidth, kHeight);
-  const std::string title = profile.meta.model_path.empty() ? "profile" : profile.meta.model_path;
-  svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Memory timeline: {}</text>\n",
-                     number(kPlotLeft), viz::escapeMarkupText(title));
+  std::string svg = viz::svgOpening(kWidth, kHeight, "Memory timeline", kPlotLeft, profile);
 
   // Phases behind everything, labelled along the top.
   for (const viz::PhaseSpan& span : viz::phaseSpans(profile)) {
     const double x0 = scale.x(span.first_event), x1 = scale.x(span.end_event);
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.10\"/>\n",
-                       number(x0), number(kPlotTop), number(x1 - x0), number(kPlotBottom - kPlotTop),
+                       svgNumber(x0), svgNumber(kPlotTop), svgNumber(x1 - x0), svgNumber(kPlotBottom - kPlotTop),
                        phaseShade(span.phase));
     if (x1 - x0 > 50)
-      svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#444\">{}</text>\n", number(x0 + 4), number(kPlotTop + 14),
+      svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#444\">{}</text>\n", svgNumber(x0 + 4), svgNumber(kPlotTop + 14),
                          phaseName(span.phase));
   }
 
@@ -116,7 +109,7 @@ std::string renderTimelineSvg(const Profile& profile, const Plan* plan) {
       for (size_t j = sampled.events.size(); j-- > 0;) {
         const double x1 = scale.x(j + 1 < sampled.events.size() ? sampled.events[j + 1] : profile.event_count);
         const double y = scale.y(static_cast<double>(below[j]));
-        path += fmt::format("L{} {} L{} {} ", number(x1), number(y), number(scale.x(sampled.events[j])), number(y));
+        path += fmt::format("L{} {} L{} {} ", svgNumber(x1), svgNumber(y), svgNumber(scale.x(sampled.events[j])), svgNumber(y));
       }
       svg += fmt::format("<path d=\"{}Z\" fill=\"{}\"><title>{}</title></path>\n", path, style.color,
                          categoryName(style.category));
@@ -131,7 +124,7 @@ std::string renderTimelineSvg(const Profile& profile, const Plan* plan) {
       const double x1 = std::max(scale.x(viz::stepEndEvent(profile, p.last_forward_step)), x0 + 1);
       svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffd700\" fill-opacity=\"0.3\" "
                          "stroke=\"#b8860b\"/>\n",
-                         number(x0), number(kPlotTop), number(x1 - x0), number(kPlotBottom - kPlotTop));
+                         svgNumber(x0), svgNumber(kPlotTop), svgNumber(x1 - x0), svgNumber(kPlotBottom - kPlotTop));
     }
     std::vector<int> steps_events;
     std::vector<int64_t> steps_peaks;
@@ -152,8 +145,8 @@ std::string renderTimelineSvg(const Profile& profile, const Plan* plan) {
       svg += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#c2185b\" stroke-width=\"2\" "
                          "stroke-dasharray=\"8 5\"/>\n<text x=\"{}\" y=\"{}\" fill=\"#c2185b\" "
                          "text-anchor=\"end\" font-weight=\"bold\">budget {}</text>\n",
-                         number(kPlotLeft), number(y), number(kPlotRight), number(y), number(kPlotRight - 4),
-                         number(y - 4), formatBytes(plan->budget_bytes));
+                         svgNumber(kPlotLeft), svgNumber(y), svgNumber(kPlotRight), svgNumber(y), svgNumber(kPlotRight - 4),
+                         svgNumber(y - 4), formatBytes(plan->budget_bytes));
     }
   }
 
@@ -164,34 +157,34 @@ std::string renderTimelineSvg(const Profile& profile, const Plan* plan) {
     std::string where = step >= 0 ? " at " + profile.steps[step].op : "";
     svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#000\" stroke-dasharray=\"2 2\"/>\n"
                        "<path d=\"M{0} {2} l-5 -8 h10 Z\" fill=\"#000\"/>\n",
-                       number(x), number(kPlotBottom), number(y));
+                       svgNumber(x), svgNumber(kPlotBottom), svgNumber(y));
     const bool label_left = x > (kPlotLeft + kPlotRight) / 2;
     svg += fmt::format("<text x=\"{}\" y=\"{}\" font-weight=\"bold\" text-anchor=\"{}\">peak {}{}</text>\n",
-                       number(label_left ? x - 8 : x + 8), number(std::max(y - 10, kPlotTop + 28)),
+                       svgNumber(label_left ? x - 8 : x + 8), svgNumber(std::max(y - 10, kPlotTop + 28)),
                        label_left ? "end" : "start", formatBytes(peak), viz::escapeMarkupText(where));
   }
 
   // Axes last so they sit on top.
   svg += fmt::format("<g stroke=\"#333\"><line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/>"
                      "<line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\"/></g>\n",
-                     number(kPlotLeft), number(kPlotBottom), number(kPlotRight), number(kPlotTop));
+                     svgNumber(kPlotLeft), svgNumber(kPlotBottom), svgNumber(kPlotRight), svgNumber(kPlotTop));
   for (int64_t b = 0; b <= static_cast<int64_t>(scale.max_bytes); b += tick_step) {
     const double y = scale.y(static_cast<double>(b));
     svg += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#000\" stroke-opacity=\"0.12\"/>"
                        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
-                       number(kPlotLeft), number(y), number(kPlotRight), number(y), number(kPlotLeft - 6),
-                       number(y + 4), formatBytes(b));
+                       svgNumber(kPlotLeft), svgNumber(y), svgNumber(kPlotRight), svgNumber(y), svgNumber(kPlotLeft - 6),
+                       svgNumber(y + 4), formatBytes(b));
   }
   const int64_t event_step = decimalTickStep(std::max(profile.event_count, 1), 9);
   for (int64_t e = 0; e <= profile.event_count; e += event_step) {
     const double x = scale.x(static_cast<double>(e));
     svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333\"/>"
                        "<text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-                       number(x), number(kPlotBottom), number(kPlotBottom + 5), number(kPlotBottom + 18), e);
+                       svgNumber(x), svgNumber(kPlotBottom), svgNumber(kPlotBottom + 5), svgNumber(kPlotBottom + 18), e);
   }
   svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#444\">allocator event (each "
                      "allocation or free is one event)</text>\n",
-                     number((kPlotLeft + kPlotRight) / 2), number(kPlotBottom + 36));
+                     svgNumber((kPlotLeft + kPlotRight) / 2), svgNumber(kPlotBottom + 36));
 
   // Legend, top of the stack first as in the chart.
   double legend_x = kPlotLeft;
@@ -200,15 +193,15 @@ std::string renderTimelineSvg(const Profile& profile, const Plan* plan) {
     const std::string name = categoryName(it->category);
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"11\" height=\"11\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}"
                        "</text>\n",
-                       number(legend_x), number(legend_y - 10), it->color, number(legend_x + 15), number(legend_y),
+                       svgNumber(legend_x), svgNumber(legend_y - 10), it->color, svgNumber(legend_x + 15), svgNumber(legend_y),
                        name);
     legend_x += 30 + 7.0 * name.size();
   }
   if (plan)
     svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#ff7f0e\" stroke-width=\"2\" "
                        "stroke-dasharray=\"4 3\"/><text x=\"{3}\" y=\"{4}\">predicted peak per step</text>\n",
-                       number(legend_x), number(legend_y - 4), number(legend_x + 22), number(legend_x + 27),
-                       number(legend_y));
+                       svgNumber(legend_x), svgNumber(legend_y - 4), svgNumber(legend_x + 22), svgNumber(legend_x + 27),
+                       svgNumber(legend_y));
   svg += "</svg>\n";
   return svg;
 }
