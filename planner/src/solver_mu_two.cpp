@@ -238,10 +238,11 @@ class MuTwoGreedy {
 // cannot make: it only grows segments, one choice at a time, each of which
 // must lower the peak. A move shifts a segment's first or last node by up to
 // three compute nodes, removes it, splits it in two (with or without a gap of
-// one compute node), or merges it with the next one. Moves are tried segment
-// by segment and the first that gives a better plan for the budget (the order
-// of betterForBudget; a move that keeps the peak but saves time counts) is
-// kept; sweeps repeat until one changes nothing or the move allowance is spent.
+// one compute node), or merges it with the next one; between sweeps over the
+// segments, a candidate the greedy rejected is added where no segment is.
+// The first move that gives a better plan for the budget (plan_order.h; a
+// move that keeps the peak but saves time counts) is kept; sweeps repeat
+// until one changes nothing or the move allowance is spent.
 class SegmentRefiner {
  public:
   // `candidates`: segments a move may add where no segment is.
@@ -299,7 +300,6 @@ class SegmentRefiner {
   };
 
   double rangeTime(const NodeRange& r) const { return index_.forwardTime(r.first_node, r.last_node); }
-
 
   std::vector<Move> movesOf(const RecomputeDecision& d, size_t s) const {
     const NodeRange r = d[s];
