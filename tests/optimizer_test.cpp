@@ -10,6 +10,7 @@
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
 #include "acprof/recorder.h"
+#include "recorder_test_support.h"
 #include "test_support.h"
 
 namespace acprof {
@@ -19,23 +20,9 @@ namespace fs = std::filesystem;
 
 using acprof::testing::makeScratchDir;
 using acprof::testing::runAcprof;
+using acprof::testing::bytesIn;
+using acprof::testing::profileOf;
 using acprof::testing::testModel;
-
-Profile profileOf(const std::string& model, const std::string& optimizer) {
-  RecordOptions options;
-  options.model_path = testModel(model);
-  options.optimizer = optimizer;
-  options.measured_iters = 1;
-  options.measure_other_executor_mode = false;
-  return recordProfile(options);
-}
-
-int64_t bytesIn(const Profile& p, Category category) {
-  int64_t total = 0;
-  for (const TensorRecord& t : p.tensors)
-    if (t.category == category) total += t.bytes;
-  return total;
-}
 
 // models/mlp.py: Linear(64,256), 3 x Linear(256,256), Linear(256,10), with biases, float32.
 constexpr int64_t kMlpParameterBytes = (64 * 256 + 256 + 3 * (256 * 256 + 256) + 256 * 10 + 10) * 4;  // 866,344

@@ -7,28 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include "recorder_test_support.h"
 #include "test_support.h"
 
 namespace acprof {
 namespace {
 
+using acprof::testing::bytesIn;
+using acprof::testing::profileOf;
 using acprof::testing::testModel;
-
-Profile profileOf(const std::string& model, const std::string& optimizer = "none") {
-  RecordOptions options;
-  options.model_path = testModel(model);
-  options.optimizer = optimizer;
-  options.measured_iters = 1;
-  options.measure_other_executor_mode = false;
-  return recordProfile(options);
-}
-
-int64_t bytesIn(const Profile& p, Category category) {
-  int64_t total = 0;
-  for (const TensorRecord& t : p.tensors)
-    if (t.category == category) total += t.bytes;
-  return total;
-}
 
 int64_t total(const CategoryBytes& bytes) {
   int64_t sum = 0;
