@@ -41,6 +41,22 @@ graph(%x : Tensor, %weight : Tensor, %bias : Tensor, %mean : Tensor, %var : Tens
   return (%z)
 )IR";
 
+// Branches on whether its two arguments are one tensor object, as
+// nn.MultiheadAttention does on `query is key`: x*x when they are, x+x if not.
+const char* kIdentityBranchSegment = R"IR(
+graph(%a : Tensor, %b : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %same : bool = aten::__is__(%a, %b)
+  %y : Tensor = prim::If(%same)
+    block0():
+      %p : Tensor = aten::mul(%a, %b)
+      -> (%p)
+    block1():
+      %q : Tensor = aten::add(%a, %b, %one)
+      -> (%q)
+  return (%y)
+)IR";
+
 // Calls acprof::checkpoint the way a rewritten model's interpreter does: through the operator registry.
 std::vector<at::Tensor> callCheckpointOp(const c10::intrusive_ptr<Segment>& segment,
                                          const std::vector<at::Tensor>& inputs) {
@@ -108,6 +124,23 @@ TEST(CheckpointOp, DropoutGradientsEqualUncheckpointedBitwise) {
   // The recompute replays the saved RNG state and then puts the current one back.
   expectBitwiseEqual(noise, reference_noise, "draw between forward and backward");
   expectBitwiseEqual(after, reference_after, "draw after backward");
+}
+
+TEST(CheckpointOp, OneTensorPassedTwiceStaysOneObjectInForwardAndRecompute) {
+  const auto segment = c10::make_intrusive<Segment>(kIdentityBranchSegment, std::vector<int64_t>{});
+  at::manual_seed(5);
+  const at::Tensor reference_x = at::randn({8}).requires_grad_();
+  const at::Tensor reference_loss = segment->run({reference_x, reference_x}).at(0).sum();
+  reference_loss.backward();
+  // The branch taken on one object: d(x*x)/dx = 2x. Distinct objects would give x+x, gradient 2.
+  expectBitwiseEqual(reference_x.grad(), reference_x.detach() * 2, "reference takes the x*x branch");
+
+  const at::Tensor x = reference_x.detach().clone().requires_grad_();
+  const at::Tensor loss = callCheckpointOp(segment, {x, x}).at(0).sum();
+  loss.backward();
+  expectBitwiseEqual(loss, reference_loss, "loss (the forward's branch)");
+  // Once, not per argument: the recompute already summed both uses.
+  expectBitwiseEqual(x.grad(), reference_x.grad(), "gradient (the recompute's branch)");
 }
 
 TEST(CheckpointOp, DropoutMaskIsActuallyRandom) {

@@ -20,6 +20,36 @@ constexpr const char* kSegmentKey = "segment";
 constexpr const char* kInputCountKey = "input_count";
 constexpr const char* kCudaDevicesKey = "cuda_devices";
 constexpr const char* kAutocastKey = "autocast";
+constexpr const char* kFirstOccurrenceKey = "first_occurrence";
+
+// For each input, the index of the first input that is the same tensor object.
+// A model may pass one tensor as several arguments and branch on it (nn.
+// MultiheadAttention takes its packed projection when `query is key is
+// value`): detaching each argument on its own would make them distinct, so the
+// segment would run another branch than the original, with other kernels,
+// other numerics and other saved tensors. One detached tensor per object keeps
+// `is` true. Views of one storage stay distinct objects, as they were.
+std::vector<int64_t> firstOccurrences(at::TensorList inputs) {
+  std::vector<int64_t> first(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    first[i] = static_cast<int64_t>(i);
+    for (size_t j = 0; j < i; ++j) {
+      if (inputs[j].unsafeGetTensorImpl() == inputs[i].unsafeGetTensorImpl()) {
+        first[i] = first[j];
+        break;
+      }
+    }
+  }
+  return first;
+}
+
+// Whether the segment writes the tensor object at `index` through any of the
+// arguments it was passed as.
+bool writesObject(const Segment& segment, const std::vector<int64_t>& first, size_t index) {
+  for (size_t i = 0; i < first.size(); ++i)
+    if (first[i] == first[index] && segment.writesInput(i)) return true;
+  return false;
+}
 
 // The autocast state forward ran under, kept in the context as integers.
 std::vector<int64_t> packAutocastState(const AutocastState& state) {
@@ -57,10 +87,17 @@ class NoAutocastCacheScope {
 struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
   static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<Segment> segment, at::TensorList inputs,
                                bool caller_grad_enabled) {
+    const std::vector<int64_t> first = firstOccurrences(inputs);
     variable_list saved;
     saved.reserve(inputs.size() + 1);
-    for (size_t i = 0; i < inputs.size(); ++i)
-      saved.push_back(segment->writesInput(i) ? inputs[i].clone() : inputs[i]);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (first[i] != static_cast<int64_t>(i)) {
+        const at::Tensor same = saved[first[i]];  // the same snapshot, when the object is written
+        saved.push_back(same);
+      } else {
+        saved.push_back(writesObject(*segment, first, i) ? inputs[i].clone() : inputs[i]);
+      }
+    }
     const RngStates rng = RngStates::capture(inputs);
     saved.push_back(rng.cpu);
     std::vector<int64_t> cuda_devices;
@@ -72,6 +109,7 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     ctx->saved_data[kInputCountKey] = static_cast<int64_t>(inputs.size());
     ctx->saved_data[kCudaDevicesKey] = cuda_devices;
     ctx->saved_data[kAutocastKey] = packAutocastState(AutocastState::current());
+    ctx->saved_data[kFirstOccurrenceKey] = first;
     variable_list outputs;
     {
       // Nothing inside is kept: the inputs are detached, so no op records
@@ -80,7 +118,10 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
       // the original model, as the recompute will.
       std::vector<at::Tensor> detached;
       detached.reserve(inputs.size());
-      for (const at::Tensor& input : inputs) detached.push_back(input.detach());
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const at::Tensor one = first[i] == static_cast<int64_t>(i) ? inputs[i].detach() : detached[first[i]];
+        detached.push_back(one);
+      }
       const at::AutoGradMode caller_mode(caller_grad_enabled);
       const NoAutocastCacheScope uncached;
       outputs = segment->run(std::move(detached));
@@ -98,14 +139,20 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     const auto cuda_devices = ctx->saved_data[kCudaDevicesKey].toIntVector();
     for (size_t i = 0; i < cuda_devices.size(); ++i) rng.cuda.emplace_back(cuda_devices[i], saved.at(input_count + 1 + i));
     saved.resize(input_count);
+    const std::vector<int64_t> first = ctx->saved_data[kFirstOccurrenceKey].toIntVector();
 
-    // The recompute's graph ends at detached inputs; snapshots are the
-    // checkpoint's own, so the recompute writes to them.
+    // The recompute's graph ends at detached inputs, one per tensor object as
+    // in forward; snapshots are the checkpoint's own, so the recompute writes to them.
     variable_list inputs;
     inputs.reserve(input_count);
     for (size_t i = 0; i < input_count; ++i) {
+      if (first[i] != static_cast<int64_t>(i)) {
+        const at::Tensor same = inputs[first[i]];
+        inputs.push_back(same);
+        continue;
+      }
       at::Tensor input = saved[i].detach();
-      if (!segment->writesInput(i) && saved[i].requires_grad()) input.requires_grad_(true);
+      if (!writesObject(*segment, first, i) && saved[i].requires_grad()) input.requires_grad_(true);
       inputs.push_back(std::move(input));
     }
     saved.clear();
@@ -128,8 +175,10 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     grad_outputs.clear();
     variable_list differentiable_inputs;
     std::vector<size_t> differentiable_input_indices;
+    // A tensor passed as several arguments gets its whole gradient once, at its
+    // first argument: the recompute already summed its uses.
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i].requires_grad()) {
+      if (first[i] == static_cast<int64_t>(i) && inputs[i].requires_grad()) {
         differentiable_inputs.push_back(inputs[i]);
         differentiable_input_indices.push_back(i);
       }
