@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     std::printf("%8zu %8zu %8d   (index + baseline simulation: %.3f s)\n", profile.nodes.size(),
                 profile.tensors.size(), profile.event_count, setup_seconds);
     // The exact solver runs to its 10 s limit at these sizes: shown at 1k and 10k only.
-    std::vector<const char*> solvers = {"mu-two", "chen"};
+    std::vector<const char*> solvers = {"mu-two", "refined", "chen"};
     if (nodes <= 10000) solvers.push_back("optimal");
     for (const char* solver : solvers)
       for (double fraction : {0.7, 0.5}) {
