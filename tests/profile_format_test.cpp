@@ -136,6 +136,7 @@ Profile profileWithEveryFieldSet() {
   s.allocator_bytes = 640;
   s.allocator_peak_bytes = 680;
   p.summary.allocator_peak_bytes = 700;
+  p.summary.reserved_peak_bytes = 2048;
   p.summary.phase_time_us = {0.5, 1.5, 2.5, 3.5, 4.5};
   return p;
 }
@@ -177,6 +178,7 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
   EXPECT_SET(summary.peak_step, plain.summary.peak_step);
   EXPECT_SET(summary.peak_breakdown, plain.summary.peak_breakdown);
   EXPECT_SET(summary.allocator_peak_bytes, plain.summary.allocator_peak_bytes);
+  EXPECT_SET(summary.reserved_peak_bytes, plain.summary.reserved_peak_bytes);
   EXPECT_SET(summary.phase_time_us, plain.summary.phase_time_us);
   for (auto field : {&ForwardNode::kind, &ForwardNode::scope, &ForwardNode::barrier_reason})
     EXPECT_NE(p.nodes[0].*field, plain_node.*field);
@@ -280,7 +282,27 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
     EXPECT_SAME(steps[i].bytes_at_end);
     EXPECT_SAME(steps[i].peak_bytes);
   }
+  EXPECT_SAME(summary.allocator_peak_bytes);
+  EXPECT_SAME(summary.reserved_peak_bytes);
 #undef EXPECT_SAME
+}
+
+// Reserved bytes are optional (the CPU allocator reports none): a profile
+// without them writes no field, and files written before the field existed,
+// under the same schema version, still read, without it.
+TEST(ProfileFormat, ReservedPeakIsOptionalAndOlderFilesStillRead) {
+  const Profile p = handMadeProfile();
+  ASSERT_FALSE(p.summary.reserved_peak_bytes.has_value());
+  const std::string json = profileToJson(p);
+  EXPECT_EQ(json.find("reserved_peak_bytes"), std::string::npos) << "an absent figure is written";
+  EXPECT_FALSE(profileFromJson(json, "old.json").summary.reserved_peak_bytes.has_value());
+
+  Profile with_reserved = handMadeProfile();
+  with_reserved.summary.reserved_peak_bytes = 4096;
+  EXPECT_EQ(profileFromJson(profileToJson(with_reserved), "new.json").summary.reserved_peak_bytes,
+            std::optional<int64_t>(4096));
+  with_reserved.summary.reserved_peak_bytes = -1;
+  EXPECT_THROW(profileFromJson(profileToJson(with_reserved), "damaged.json"), FormatError);
 }
 
 // Profiles written before ForwardNode::backward_time_us was dropped (a copy of

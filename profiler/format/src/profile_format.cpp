@@ -224,11 +224,13 @@ Step stepFromJson(const json& j, const std::string& where) {
 json summaryToJson(const PeakSummary& s) {
   json phases = json::object();
   for (int i = 0; i < 5; ++i) phases[kPhaseNames[i]] = s.phase_time_us[i];
-  return json{{"peak_bytes", s.peak_bytes},
-              {"peak_step", s.peak_step},
-              {"peak_breakdown", categoryBytesToJson(s.peak_breakdown)},
-              {"allocator_peak_bytes", s.allocator_peak_bytes},
-              {"phase_time_us", phases}};
+  json summary{{"peak_bytes", s.peak_bytes},
+               {"peak_step", s.peak_step},
+               {"peak_breakdown", categoryBytesToJson(s.peak_breakdown)},
+               {"allocator_peak_bytes", s.allocator_peak_bytes},
+               {"phase_time_us", phases}};
+  if (s.reserved_peak_bytes) summary["reserved_peak_bytes"] = *s.reserved_peak_bytes;
+  return summary;
 }
 
 PeakSummary summaryFromJson(const json& j, const std::string& where) {
@@ -237,6 +239,7 @@ PeakSummary summaryFromJson(const json& j, const std::string& where) {
   s.peak_step = field<int>(j, "peak_step", where);
   s.peak_breakdown = categoryBytesFromJson(field<json>(j, "peak_breakdown", where), where);
   s.allocator_peak_bytes = field<int64_t>(j, "allocator_peak_bytes", where);
+  s.reserved_peak_bytes = json_fields::optionalField<int64_t>(j, "reserved_peak_bytes", {where, kProfileFix});
   const json phases = field<json>(j, "phase_time_us", where);
   for (int i = 0; i < 5; ++i) s.phase_time_us[i] = field<double>(phases, kPhaseNames[i], where);
   return s;
@@ -265,6 +268,9 @@ void validate(const Profile& p, const std::string& where) {
     bad(fmt::format("{} events for {} tensors", p.event_count, p.tensors.size()));
   if (p.summary.peak_step < -1 || p.summary.peak_step >= step_count)
     bad(fmt::format("the summary has peak step {}", p.summary.peak_step));
+  if (p.summary.reserved_peak_bytes &&
+      (*p.summary.reserved_peak_bytes < 0 || *p.summary.reserved_peak_bytes > kMaxProfileBytes))
+    bad(fmt::format("the summary has {} reserved bytes", *p.summary.reserved_peak_bytes));
   if (p.meta.checkpoint_rng_state_bytes < 0 || p.meta.checkpoint_rng_state_bytes > kMaxProfileBytes)
     bad(fmt::format("a checkpoint keeps {} bytes of generator state", p.meta.checkpoint_rng_state_bytes));
   for (int i = 0; i < node_count; ++i) {

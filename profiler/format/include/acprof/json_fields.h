@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -80,6 +81,13 @@ T field(const nlohmann::json& object, const char* key, const Source& source) {
     throw FormatError(fmt::format("{}: field '{}' has the wrong type or is out of range; {}", printable(source.name),
                                   key, source.fix));
   return it->template get<T>();
+}
+
+// A field that older files may lack: absent is nullopt, present must hold a T.
+template <typename T>
+std::optional<T> optionalField(const nlohmann::json& object, const char* key, const Source& source) {
+  if (!object.is_object() || !object.contains(key)) return std::nullopt;
+  return field<T>(object, key, source);
 }
 
 // A field that holds a list of objects (nodes, steps, segments).

@@ -27,6 +27,7 @@
 namespace acprof {
 
 // Bumped whenever a field changes meaning or disappears; readers reject others.
+// An optional field is added without a bump: files without it still read.
 inline constexpr int kProfileSchemaVersion = 2;
 
 // Categories in the spirit of PyTorch's memory timeline.
@@ -153,6 +154,11 @@ struct PeakSummary {
   int peak_step = -1;
   CategoryBytes peak_breakdown{};     // live bytes per category at the peak event
   int64_t allocator_peak_bytes = 0;   // the allocator's counter maximum over the iteration
+  // The allocator's reserved total's maximum over the iteration: what a caching
+  // allocator (CUDA) holds from the device, allocated or not, and what runs out.
+  // Absent where the allocator reports no reserved total (the CPU allocator
+  // reports 0: it reserves nothing beyond what it allocates). Optional in JSON.
+  std::optional<int64_t> reserved_peak_bytes;
   std::array<double, 5> phase_time_us{};  // indexed by Phase
 };
 
