@@ -597,6 +597,11 @@ Profile recordProfile(const RecordOptions& options) {
     step.allocator_bytes = allocator_now;
     profile.summary.allocator_peak_bytes = std::max(profile.summary.allocator_peak_bytes, step.allocator_peak_bytes);
   }
+  // Reserved bytes only where the allocator reports them: a caching allocator
+  // (CUDA) reserves more than it allocates; the CPU allocator reports 0.
+  int64_t reserved_peak = 0;
+  for (const AllocationEvent& event : record.events) reserved_peak = std::max(reserved_peak, event.allocator_reserved);
+  if (reserved_peak > 0) profile.summary.reserved_peak_bytes = reserved_peak;
 
   // Tensors: statics first, then every allocation of the measured iteration.
   TensorBook book(profile, statics);

@@ -22,9 +22,10 @@ class AllocationReporter : public c10::MemoryReportingInfoBase {
  public:
   bool memoryProfilingEnabled() const override { return true; }
   void reportMemoryUsage(void* ptr, int64_t alloc_size, compat::AllocatorTotal total_allocated,
-                         compat::AllocatorTotal /*total_reserved*/, c10::Device device) override {
+                         compat::AllocatorTotal total_reserved, c10::Device device) override {
     if (RecordingSession* session = RecordingSession::active())
-      session->onAllocation(ptr, alloc_size, static_cast<int64_t>(total_allocated), device);
+      session->onAllocation(ptr, alloc_size, static_cast<int64_t>(total_allocated),
+                            static_cast<int64_t>(total_reserved), device);
   }
 };
 
@@ -138,12 +139,13 @@ void RecordingSession::addStep(Phase phase, int node, const std::string& op) {
   current_.steps.push_back(std::move(step));
 }
 
-void RecordingSession::onAllocation(void* ptr, int64_t delta_bytes, int64_t allocator_total, c10::Device device) {
+void RecordingSession::onAllocation(void* ptr, int64_t delta_bytes, int64_t allocator_total,
+                                    int64_t allocator_reserved, c10::Device device) {
   if (delta_bytes == 0 || device.type() != device_type_) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!recording_) return;
   const int step = static_cast<int>(current_.steps.size()) - 1;
-  current_.events.push_back(AllocationEvent{ptr, delta_bytes, allocator_total, step});
+  current_.events.push_back(AllocationEvent{ptr, delta_bytes, allocator_total, allocator_reserved, step});
 }
 
 void RecordingSession::onForwardNodeMarker(int node) { beginStep(Phase::Forward, node, ""); }

@@ -28,6 +28,7 @@ struct AllocationEvent {
   void* ptr = nullptr;
   int64_t delta_bytes = 0;       // +size on allocation, -size on free
   int64_t allocator_total = 0;   // the allocator's own live-bytes counter after it
+  int64_t allocator_reserved = 0;  // its reserved total after it (the CPU allocator reports 0)
   int step = -1;                 // index into the iteration's steps
 };
 
@@ -84,7 +85,8 @@ class RecordingSession {
   void beginStep(Phase phase, int node, const std::string& op);
 
   // Called by the hooks.
-  void onAllocation(void* ptr, int64_t delta_bytes, int64_t allocator_total, c10::Device device);
+  void onAllocation(void* ptr, int64_t delta_bytes, int64_t allocator_total, int64_t allocator_reserved,
+                    c10::Device device);
   void onForwardNodeMarker(int node);
   void onObservedValue(int node, int output_index, int list_index, const at::Tensor& value);
   void onBackwardFunctionStart(const char* name, int64_t sequence_nr);
