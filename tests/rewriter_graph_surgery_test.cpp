@@ -3,9 +3,14 @@
 // plans that do not fit the model are refused before anything is written.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
+#include <tuple>
 
+#include <ATen/Context.h>
 #include <torch/script.h>
 
 #include "acprof/cut_facts.h"
@@ -156,6 +161,55 @@ TEST_F(GraphSurgery, VerificationSeesADifferentModel) {
   const VerificationResult result = verifyRewrite(path("model.pt"), path("other.pt"), stepConfig({"float32[16,32]"}));
   EXPECT_FALSE(result.bitwise_equal);
   EXPECT_GT(result.max_gradient_abs_diff, 0);
+}
+
+// With a tolerance the verdict is the largest difference against it, whichever
+// of loss, gradients and buffers it is in; the mode travels with the result.
+TEST_F(GraphSurgery, ToleranceVerdictIsTheLargestDifferenceAgainstTheTolerance) {
+  makeDropoutBatchNormModel().save(path("model.pt"));
+  torch::jit::Module other = makeDropoutBatchNormModel();
+  {
+    const at::NoGradGuard no_grad;
+    other.attr("w2").toTensor().mul_(1.001);
+  }
+  other.save(path("other.pt"));
+  const VerificationResult bitwise = verifyRewrite(path("model.pt"), path("other.pt"), stepConfig({"float32[16,32]"}));
+  EXPECT_FALSE(bitwise.tolerance.has_value());
+  const double worst = std::max({bitwise.loss_abs_diff, bitwise.max_gradient_abs_diff, bitwise.max_buffer_abs_diff});
+  ASSERT_GT(worst, 0);
+  EXPECT_EQ(bitwise.maxAbsDiff(), worst);
+
+  const VerificationResult loose = verifyRewrite(path("model.pt"), path("other.pt"), stepConfig({"float32[16,32]"}), worst * 2);
+  EXPECT_EQ(loose.tolerance, std::optional<double>(worst * 2));
+  EXPECT_TRUE(loose.passed()) << "max diff " << loose.maxAbsDiff();
+  EXPECT_FALSE(loose.bitwise_equal);
+  const VerificationResult tight = verifyRewrite(path("model.pt"), path("other.pt"), stepConfig({"float32[16,32]"}), worst / 2);
+  EXPECT_FALSE(tight.passed()) << "max diff " << tight.maxAbsDiff();
+
+  VerificationResult nan = loose;
+  nan.max_buffer_abs_diff = std::numeric_limits<double>::infinity();  // what a NaN difference is recorded as
+  EXPECT_FALSE(nan.passed());
+}
+
+// Verification turns deterministic algorithms on and cuDNN benchmarking off for
+// its two steps, and gives the caller's settings back, whatever they were.
+TEST_F(GraphSurgery, VerificationRestoresTheCallersDeterministicAlgorithmsSetting) {
+  makeDropoutBatchNormModel().save(path("model.pt"));
+  at::Context& context = at::globalContext();
+  const bool deterministic = context.deterministicAlgorithms();
+  const bool warn_only = context.deterministicAlgorithmsWarnOnly();
+  const bool benchmark = context.benchmarkCuDNN();
+  for (const auto& [enabled, warn, cudnn_benchmark] : {std::tuple{false, false, true}, std::tuple{true, true, false}}) {
+    context.setDeterministicAlgorithms(enabled, warn);
+    context.setBenchmarkCuDNN(cudnn_benchmark);
+    const VerificationResult result = verifyRewrite(path("model.pt"), path("model.pt"), stepConfig({"float32[16,32]"}));
+    EXPECT_TRUE(result.passed());
+    EXPECT_EQ(context.deterministicAlgorithms(), enabled);
+    EXPECT_EQ(context.deterministicAlgorithmsWarnOnly(), warn);
+    EXPECT_EQ(context.benchmarkCuDNN(), cudnn_benchmark);
+  }
+  context.setDeterministicAlgorithms(deterministic, warn_only);
+  context.setBenchmarkCuDNN(benchmark);
 }
 
 TEST_F(GraphSurgery, OptionalConvBiasIsPassedWhenSetAndNoneWhenNot) {

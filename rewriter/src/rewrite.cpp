@@ -134,15 +134,16 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
   module.save(temp_path, storedSpecFiles(result.model_path));
   if (config) {
     report(options, "verifying one training step against the original");
-    result.verification = verifyRewrite(result.model_path, temp_path, *config);
+    result.verification = verifyRewrite(result.model_path, temp_path, *config, options.tolerance);
     const VerificationResult& v = *result.verification;
-    const double worst = std::max({v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff});
-    if (!v.bitwise_equal) {
+    if (!v.passed()) {
+      const std::string how = v.tolerance ? fmt::format("above the tolerance {:.3g}", *v.tolerance)
+                                          : std::string("with deterministic algorithms");
       throw RewriteError(fmt::format(
-                             "verification failed: the rewritten model differs from the original by up to {:.3g} "
+                             "verification failed: the rewritten model differs from the original by up to {:.3g}, {} "
                              "(loss {:.3g}, gradients {:.3g}, buffers {:.3g}); nothing was written, please report "
                              "this with the plan",
-                             worst, v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff),
+                             v.maxAbsDiff(), how, v.loss_abs_diff, v.max_gradient_abs_diff, v.max_buffer_abs_diff),
                          ErrorKind::VerificationFailed);
     }
   }

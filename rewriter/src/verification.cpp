@@ -1,10 +1,11 @@
 // Verification: one training step of the original and of the rewritten model,
 // from fresh loads, on the same inputs and seed; loss, gradients and buffers
-// are compared bit for bit.
+// are compared bit for bit under deterministic algorithms, or within a tolerance.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include <ATen/Context.h>
 #include <fmt/format.h>
 
 #include "acprof/rewriter.h"
@@ -20,7 +21,9 @@ double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
   if (a.numel() == 0) return 0;
   const at::Tensor da = a.detach().to(at::kCPU, at::kDouble);
   const at::Tensor db = b.detach().to(at::kCPU, at::kDouble);
-  return (da - db).abs().max().item<double>();
+  const double diff = (da - db).abs().max().item<double>();
+  // std::max would drop a NaN depending on argument order; a NaN is a difference.
+  return std::isnan(diff) ? std::numeric_limits<double>::infinity() : diff;
 }
 
 bool bitwiseEqual(const at::Tensor& a, const at::Tensor& b) {
@@ -50,22 +53,75 @@ void compareNamed(const NamedTensors& original, const NamedTensors& rewritten, c
   }
 }
 
+// Deterministic algorithms on and cuDNN benchmarking off (so that both runs
+// pick the same kernels) for its lifetime; the caller's settings come back after.
+class DeterministicAlgorithmsGuard {
+ public:
+  DeterministicAlgorithmsGuard()
+      : enabled_(at::globalContext().deterministicAlgorithms()),
+        warn_only_(at::globalContext().deterministicAlgorithmsWarnOnly()),
+        cudnn_benchmark_(at::globalContext().benchmarkCuDNN()) {
+    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+    at::globalContext().setBenchmarkCuDNN(false);
+  }
+  ~DeterministicAlgorithmsGuard() {
+    at::globalContext().setDeterministicAlgorithms(enabled_, warn_only_);
+    at::globalContext().setBenchmarkCuDNN(cudnn_benchmark_);
+  }
+  DeterministicAlgorithmsGuard(const DeterministicAlgorithmsGuard&) = delete;
+  DeterministicAlgorithmsGuard& operator=(const DeterministicAlgorithmsGuard&) = delete;
+
+ private:
+  bool enabled_;
+  bool warn_only_;
+  bool cudnn_benchmark_;
+};
+
+// at::Context::alertNotDeterministic's words (1.13 and 2.x).
+bool isNondeterministicAlert(const c10::Error& e) {
+  return std::string(e.what_without_backtrace()).find("does not have a deterministic implementation") !=
+         std::string::npos;
+}
+
+std::string firstLine(const std::string& text) {
+  const size_t start = text.find_first_not_of(" \n");
+  if (start == std::string::npos) return "";
+  return text.substr(start, text.find('\n', start) - start);
+}
+
 }  // namespace
 
+double VerificationResult::maxAbsDiff() const {
+  return std::max({loss_abs_diff, max_gradient_abs_diff, max_buffer_abs_diff});
+}
+
 VerificationResult verifyRewrite(const std::string& original_path, const std::string& rewritten_path,
-                                 const StepConfig& config) {
+                                 const StepConfig& config, std::optional<double> tolerance) {
   // Both models see the same tensors; the step reseeds before each forward.
   const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.device, config.seed);
   const at::Tensor target = config.target ? makeTensor(*config.target, config.device) : at::Tensor();
   // The plain interpreter on both: the comparison is about the models' computations.
   const ExecutorModeGuard executor_mode(/*optimize=*/false);
 
-  torch::jit::Module original = loadModel(original_path, config.device);
-  const StepOutcome expected = runTrainingStep(original, inputs, target, config);
-  torch::jit::Module rewritten = loadModel(rewritten_path, config.device);
-  const StepOutcome actual = runTrainingStep(rewritten, inputs, target, config);
+  std::optional<DeterministicAlgorithmsGuard> deterministic;
+  if (!tolerance) deterministic.emplace();
+
+  StepOutcome expected, actual;
+  try {
+    torch::jit::Module original = loadModel(original_path, config.device);
+    expected = runTrainingStep(original, inputs, target, config);
+    torch::jit::Module rewritten = loadModel(rewritten_path, config.device);
+    actual = runTrainingStep(rewritten, inputs, target, config);
+  } catch (const c10::Error& e) {
+    if (!deterministic || !isNondeterministicAlert(e)) throw;
+    throw RewriteError(fmt::format("verification needs deterministic algorithms, and the model uses one that has "
+                                   "none ({}); pass --tolerance with the largest difference you accept (e.g. 1e-5), "
+                                   "or --no-verify",
+                                   firstLine(e.what_without_backtrace())));
+  }
 
   VerificationResult result;
+  result.tolerance = tolerance;
   result.loss_abs_diff = maxAbsDiff(expected.loss, actual.loss);
   result.bitwise_equal = bitwiseEqual(expected.loss, actual.loss);
   compareNamed(expected.gradients, actual.gradients, "parameter gradients", result.max_gradient_abs_diff,

@@ -10,7 +10,9 @@
 //     torch.ops.load_library("libacprof_ops.so"));
 //   - unless verification is turned off, the rewritten model is only written
 //     (atomically) after one training step on it gave the same loss, gradients
-//     and buffers as the original, compared bit for bit.
+//     and buffers as the original: bit for bit, with deterministic algorithms
+//     on for both runs (so that CUDA's atomics cannot make them differ), or,
+//     where the user asks for it, within an absolute tolerance.
 #pragma once
 
 #include <functional>
@@ -45,11 +47,24 @@ struct VerificationResult {
   size_t gradients_compared = 0;
   size_t buffers_compared = 0;
   bool bitwise_equal = false;  // loss, every gradient and every buffer
+  // The mode: unset, bit for bit with deterministic algorithms on for both runs;
+  // set, every difference at most this (absolute), in the caller's algorithm settings.
+  std::optional<double> tolerance;
+
+  // The largest of the three differences (a NaN counts as infinite).
+  double maxAbsDiff() const;
+  // Bit for bit, or within the tolerance when one was given.
+  bool passed() const { return tolerance ? maxAbsDiff() <= *tolerance : bitwise_equal; }
 };
 
 // Runs one training step (same inputs, same seed) on fresh loads of both files.
+// Without a tolerance both steps run with deterministic algorithms on and cuDNN
+// benchmarking off (at::Context), restored afterwards; on CUDA, bit-equal
+// results also need CUBLAS_WORKSPACE_CONFIG=:4096:8 set before CUDA starts,
+// which the caller owns (acprof rewrite sets it when unset). An op without a
+// deterministic implementation is a RewriteError that suggests a tolerance.
 VerificationResult verifyRewrite(const std::string& original_path, const std::string& rewritten_path,
-                                 const StepConfig& config);
+                                 const StepConfig& config, std::optional<double> tolerance = std::nullopt);
 
 // Median wall time of one training step (forward, loss, backward) of the
 // original and of the rewritten model, alternated in one process after one
@@ -69,6 +84,7 @@ struct RewriteOptions {
   std::string model_path;   // empty: the plan's model_path
   std::string output_path;  // empty: <model stem>.ckpt.pt beside the model
   bool verify = true;  // the rewritten model must then match the original bit for bit
+  std::optional<double> tolerance;  // ... or within this absolute difference (verifyRewrite)
   std::function<void(const std::string&)> progress;  // optional, one short line per stage
 };
 
