@@ -2,6 +2,8 @@
 #include <unistd.h>
 #include "acprof/error.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -24,6 +26,8 @@ struct RewriteArgs {
   std::vector<std::string> files;  // [model.pt] [plan.json], in either order
   std::string output;
   bool no_verify = false;
+  std::string tolerance;         // as typed; parsed by parseTolerance
+  bool tolerance_given = false;  // unset: bit for bit under deterministic algorithms
   std::string report_dir;
   int time_rounds = 5;
 };
@@ -41,11 +45,45 @@ void splitFileArguments(const std::vector<std::string>& files, std::string& mode
   if (plan_path.empty()) plan_path = "plan.json";
 }
 
-// Printed only for a rewrite that passed, and a rewrite passes only bit for bit.
+// --tolerance: a finite absolute difference, 0 or more.
+std::optional<double> parseTolerance(const std::string& text, bool given) {
+  if (!given) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || value < 0) {
+    throw Error(ErrorKind::Usage, fmt::format("--tolerance '{}' is not a non-negative number; pass the largest "
+                                              "absolute difference you accept, e.g. --tolerance 1e-5",
+                                              text));
+  }
+  return value;
+}
+
+// Printed only for a rewrite that passed. scripts/zoo.py reads these lines:
+// bit for bit starts "verified: " and says "bit for bit"; the other starts
+// "verified within tolerance".
 std::string verificationLine(const VerificationResult& v) {
-  return fmt::format("verified: loss, {} gradients and {} buffers equal the original's bit for bit "
-                     "(max abs diff 0)",
+  if (v.tolerance) {
+    return fmt::format("verified within tolerance {:g} (max diff {:.3g}): loss, {} gradients and {} buffers compared "
+                       "with the original's, deterministic algorithms not forced",
+                       *v.tolerance, v.maxAbsDiff(), v.gradients_compared, v.buffers_compared);
+  }
+  return fmt::format("verified: loss, {} gradients and {} buffers equal the original's bit for bit, deterministic "
+                     "algorithms (max abs diff 0)",
                      v.gradients_compared, v.buffers_compared);
+}
+
+// The mode of verification in report.html's words. viz renders profiles and
+// plans only, so the one sentence about verification goes in here.
+std::string withVerificationNote(std::string html, const std::optional<VerificationResult>& v) {
+  std::string note;
+  if (!v) note = "Verification: not verified (--no-verify).";
+  else if (v->tolerance)
+    note = fmt::format("Verification: within tolerance {:g} (max diff {:.3g}).", *v->tolerance, v->maxAbsDiff());
+  else note = "Verification: bit for bit, deterministic algorithms.";
+  const std::string body = "<body>\n";
+  const size_t at = html.find(body);
+  if (at == std::string::npos) return html;
+  return html.insert(at + body.size(), "<p id=\"verification\">" + note + "</p>\n");
 }
 
 // The plan's extra time against the one measured: both as shares of the
@@ -58,15 +96,30 @@ std::string timeLine(const Plan& plan, const StepTimes& times) {
                      times.original_us / 1000, times.rewritten_us / 1000, measured, predicted, times.rounds);
 }
 
+// The plan predicts allocated bytes (what tensors hold). Where the allocator
+// also reports what it reserves from the device (CUDA's caching allocator), the
+// measured reserved peaks follow: that is the figure that runs out.
 std::string peakLine(const Plan& plan, const Profile& before, const Profile& after) {
   const int64_t measured = after.summary.peak_bytes;
   const double error = measured > 0 ? 100.0 * double(plan.predicted_peak_bytes - measured) / double(measured) : 0;
-  return fmt::format("peak: before {}, predicted {}, measured {} ({:+.1f}% error), budget {}",
-                     formatBytes(before.summary.peak_bytes), formatBytes(plan.predicted_peak_bytes),
-                     formatBytes(measured), error, formatBytes(plan.budget_bytes));
+  std::string line = fmt::format("peak (allocated): before {}, predicted {}, measured {} ({:+.1f}% error), budget {}",
+                                 formatBytes(before.summary.peak_bytes), formatBytes(plan.predicted_peak_bytes),
+                                 formatBytes(measured), error, formatBytes(plan.budget_bytes));
+  if (before.summary.reserved_peak_bytes && after.summary.reserved_peak_bytes) {
+    line += fmt::format("\npeak (reserved by the caching allocator): before {}, measured {}",
+                        formatBytes(*before.summary.reserved_peak_bytes),
+                        formatBytes(*after.summary.reserved_peak_bytes));
+  }
+  return line;
 }
 
 void runRewrite(const RewriteArgs& args) {
+  const std::optional<double> tolerance = parseTolerance(args.tolerance, args.tolerance_given);
+  if (tolerance && args.no_verify)
+    throw Error(ErrorKind::Usage, "--tolerance sets how to verify and --no-verify skips verifying; pass one of them");
+  // cuBLAS is deterministic only with this workspace setting, read when CUDA
+  // starts, i.e. later than this; a user's own setting wins. Unused on the CPU.
+  if (!tolerance && !args.no_verify) ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
   std::string model_path, plan_path;
   splitFileArguments(args.files, model_path, plan_path);
   const Plan plan = readPlanFile(plan_path);
@@ -76,6 +129,7 @@ void runRewrite(const RewriteArgs& args) {
   options.model_path = model_path;
   options.output_path = args.output.empty() ? defaultRewrittenPath(model_path) : args.output;
   options.verify = !args.no_verify;
+  options.tolerance = tolerance;
   if (::isatty(STDERR_FILENO))
     options.progress = [](const std::string& line) { std::cerr << "acprof: " << line << std::endl; };
 
@@ -116,7 +170,7 @@ void runRewrite(const RewriteArgs& args) {
   if (make_report_dir) fs::create_directories(report_dir);
   writeProfileFile(*before, before_path);
   writeProfileFile(after, after_path);
-  writeFileAtomically(html_path, renderComparisonHtml(*before, after, &plan));
+  writeFileAtomically(html_path, withVerificationNote(renderComparisonHtml(*before, after, &plan), result.verification));
   std::cout << peakLine(plan, *before, after) << "\n";
   if (args.time_rounds > 0) {
     if (options.progress) options.progress("timing both models");
@@ -137,12 +191,18 @@ void addRewriteCommand(CLI::App& app) {
       ->expected(0, 2);
   command->add_option("-o,--output", args->output, "rewritten model (default: <model>.ckpt.pt beside the model)");
   command->add_flag("--no-verify", args->no_verify, "skip the training-step comparison with the original");
+  CLI::Option* tolerance = command->add_option("--tolerance", args->tolerance,
+                      "verify within this absolute difference instead of bit for bit under deterministic algorithms "
+                      "(for models with nondeterministic ops)");
   command->add_option("--time-rounds", args->time_rounds,
                       "training steps of each model timed, alternated, for the extra-time line (default 5; 0: skip)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--report-dir", args->report_dir,
                       "where profile.before.json, profile.after.json and report.html go (default: the output's directory)");
-  command->callback([args] { runRewrite(*args); });
+  command->callback([args, tolerance] {
+    args->tolerance_given = tolerance->count() > 0;
+    runRewrite(*args);
+  });
 }
 
 }  // namespace acprof::cli

@@ -37,6 +37,11 @@ CommandResult runIn(const fs::path& directory, const std::string& arguments) {
 
 std::string outputOf(const CommandResult& result) { return result.out + result.err; }
 
+std::string fileText(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 // A budget as the user types it ("70%" of the profiled peak), or, where no
 // percentage of the peak is reachable at test size, as a fraction of the
 // headroom recompute can remove: 0 is the smallest peak the solver reaches,
@@ -110,10 +115,12 @@ TEST_P(RewriteEndToEnd, TrainsIdenticallyFitsTheBudgetAndPeaksAsPredicted) {
 
   const CommandResult rewritten = runIn(directory_, "rewrite");
   ASSERT_EQ(rewritten.exit_code, 0) << outputOf(rewritten);
-  EXPECT_NE(rewritten.out.find("bit for bit"), std::string::npos) << outputOf(rewritten);
+  EXPECT_NE(rewritten.out.find("bit for bit, deterministic algorithms"), std::string::npos) << outputOf(rewritten);
   EXPECT_TRUE(fs::exists(directory_ / "model.ckpt.pt"));
   EXPECT_TRUE(fs::exists(directory_ / "profile.before.json"));
   EXPECT_TRUE(fs::exists(directory_ / "report.html"));
+  EXPECT_NE(fileText(directory_ / "report.html").find("Verification: bit for bit, deterministic algorithms."),
+            std::string::npos);
 
   const Profile after = readProfileFile((directory_ / "profile.after.json").string());
   const double measured = static_cast<double>(after.summary.peak_bytes);
@@ -259,6 +266,49 @@ TEST(RewriteRefusals, APlanEditedToANodeTheModelDoesNotHaveIsOneLineAndWritesNot
       << without_profile.err;
   EXPECT_NE(without_profile.err.find("the plan was edited"), std::string::npos) << without_profile.err;
   EXPECT_FALSE(fs::exists(directory / "model.ckpt.pt"));
+  if (!HasFailure()) fs::remove_all(directory);
+}
+
+// --tolerance takes a finite number, 0 or more: anything else is one line and
+// exit 2 (usage), before any file is read.
+TEST(RewriteTolerance, ABadValueIsOneLineAndAUsageError) {
+  const fs::path directory = fs::temp_directory_path() / "acprof_bad_tolerance";
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  for (const std::string value : {"-1", "=-0.5", "abc", "1e-3x", "nan", "inf", "''"}) {
+    const std::string option = value[0] == '=' ? "--tolerance" + value : "--tolerance " + value;
+    const CommandResult result = runIn(directory, "rewrite " + option);
+    EXPECT_EQ(result.exit_code, 2) << option << "\n" << outputOf(result);
+    EXPECT_EQ(lineCount(result.err), 1) << option << "\n" << result.err;
+    EXPECT_NE(result.err.find("--tolerance"), std::string::npos) << option << "\n" << result.err;
+  }
+  const CommandResult both = runIn(directory, "rewrite --tolerance 1e-6 --no-verify");
+  EXPECT_EQ(both.exit_code, 2) << outputOf(both);
+  EXPECT_EQ(lineCount(both.err), 1) << both.err;
+  EXPECT_TRUE(fs::is_empty(directory));
+  if (!HasFailure()) fs::remove_all(directory);
+}
+
+// The tolerance mode on a real exported model: it passes (the rewrite is in
+// fact bit for bit here, so the difference is 0), and the printed line and
+// report.html say that a tolerance, not bit-for-bit equality, was checked.
+TEST(RewriteTolerance, PassesOnAnExportedModelAndTheReportSaysWhichMode) {
+  const fs::path directory = fs::temp_directory_path() / "acprof_tolerance_rewrite";
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / "mlp_deep_traced.pt", directory / "model.pt");
+  ASSERT_EQ(runIn(directory, "profile model.pt").exit_code, 0);
+  ASSERT_EQ(runIn(directory, "plan --budget 70%").exit_code, 0);
+  ASSERT_FALSE(readPlanFile((directory / "plan.json").string()).segments.empty());
+
+  const CommandResult rewritten = runIn(directory, "rewrite --tolerance 1e-6 --time-rounds 0");
+  ASSERT_EQ(rewritten.exit_code, 0) << outputOf(rewritten);
+  EXPECT_NE(rewritten.out.find("\nverified within tolerance 1e-06 (max diff 0): "), std::string::npos)
+      << rewritten.out;
+  EXPECT_EQ(rewritten.out.find("bit for bit"), std::string::npos) << rewritten.out;
+  EXPECT_TRUE(fs::exists(directory / "model.ckpt.pt"));
+  EXPECT_NE(fileText(directory / "report.html").find("Verification: within tolerance 1e-06 (max diff 0)."),
+            std::string::npos);
   if (!HasFailure()) fs::remove_all(directory);
 }
 
