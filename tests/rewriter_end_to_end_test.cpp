@@ -309,6 +309,10 @@ TEST(RewriteTolerance, PassesOnAnExportedModelAndTheReportSaysWhichMode) {
   EXPECT_TRUE(fs::exists(directory / "model.ckpt.pt"));
   EXPECT_NE(fileText(directory / "report.html").find("Verification: within tolerance 1e-06 (max diff 0)."),
             std::string::npos);
+  // The CPU allocator reserves nothing beyond what it allocates: no reserved figure is recorded or printed.
+  EXPECT_NE(rewritten.out.find("\npeak (allocated): before "), std::string::npos) << rewritten.out;
+  EXPECT_EQ(rewritten.out.find("reserved"), std::string::npos) << rewritten.out;
+  EXPECT_FALSE(readProfileFile((directory / "profile.after.json").string()).summary.reserved_peak_bytes.has_value());
   if (!HasFailure()) fs::remove_all(directory);
 }
 
