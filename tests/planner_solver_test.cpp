@@ -80,7 +80,7 @@ TEST(PlannerSolver, UnknownSolverIsAnError) {
     EXPECT_EQ(e.kind(), ErrorKind::Usage);
     const std::string message = e.what();
     EXPECT_NE(message.find("'magic'"), std::string::npos) << message;
-    for (const char* name : {"mu-two", "refined", "optimal", "chen", "none"})
+    for (const char* name : {"auto", "mu-two", "refined", "optimal", "chen", "none"})
       EXPECT_NE(message.find(name), std::string::npos) << name << " missing from: " << message;
   }
 }
@@ -88,13 +88,14 @@ TEST(PlannerSolver, UnknownSolverIsAnError) {
 // Every name in the table runs the strategy it names, told apart on the chain
 // worked out above at a budget of one byte (nothing fits): mu-two, refined and
 // optimal reach [0, 1] (1400 B) and only optimal searches; chen places its two
-// segments [0, 1] and [2, 3] (1500 B); none recomputes nothing. The error then
-// names the solver that tried.
+// segments [0, 1] and [2, 3] (1500 B); none recomputes nothing; auto, which
+// mu-two cannot satisfy, refines. The error then names the solver that tried.
 TEST(PlannerSolver, EveryTableNameRunsTheStrategyItNames) {
   const Profile p = chainProfile(4, 100, {10, 1, 1, 10});
   const Simulator simulator(p);
-  ASSERT_EQ(solverNames(), (std::vector<std::string>{"mu-two", "refined", "optimal", "chen", "none"}));
-  const std::map<std::string, RecomputeDecision> decisions = {{"mu-two", {{0, 1}}},
+  ASSERT_EQ(solverNames(), (std::vector<std::string>{"auto", "mu-two", "refined", "optimal", "chen", "none"}));
+  const std::map<std::string, RecomputeDecision> decisions = {{"auto", {{0, 1}}},
+                                                              {"mu-two", {{0, 1}}},
                                                               {"refined", {{0, 1}}},
                                                               {"optimal", {{0, 1}}},
                                                               {"chen", {{0, 1}, {2, 3}}},
@@ -107,7 +108,8 @@ TEST(PlannerSolver, EveryTableNameRunsTheStrategyItNames) {
       solveRecompute(simulator, entry.name, 1, kShortSearchSeconds);
       FAIL() << entry.name << " met a 1 B budget";
     } catch (const InfeasibleBudget& e) {
-      EXPECT_NE(std::string(e.what()).find("the " + entry.name + " solver"), std::string::npos) << e.what();
+      const std::string tried = entry.name == "auto" ? "refined" : entry.name;
+      EXPECT_NE(std::string(e.what()).find("the " + tried + " solver"), std::string::npos) << e.what();
     }
   }
 }
@@ -335,6 +337,33 @@ TEST(PlannerSolverOptimal, RefiningLowersMuTwosFloorWhereItStalls) {
     lowered += refined < greedy;
   }
   EXPECT_GT(lowered, 0);
+}
+
+// The default takes mu-two's plan wherever it meets the budget, and refined's
+// below mu-two's floor, where the budget would otherwise be refused; the
+// result names the strategy that made it.
+TEST(PlannerSolverOptimal, AutoIsMuTwoWhereItFitsAndRefinedBelowItsFloor) {
+  int refined_below_floor = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const Profile p = residualNetworkProfile(8, seed);
+    const Simulator simulator(p);
+    const SolverResult greedy_floor = solveMuTwo(simulator, 1);
+    const int64_t refined_floor = solveRefined(simulator, 1).simulation.peak_bytes;
+    const int64_t baseline = simulator.baseline().peak_bytes;
+
+    const int64_t above = (greedy_floor.simulation.peak_bytes + baseline) / 2;
+    const SolverResult at_above = solveRecompute(simulator, "auto", above);
+    EXPECT_EQ(at_above.solver, "mu-two") << "seed " << seed;
+    EXPECT_EQ(at_above.decision, solveMuTwo(simulator, above).decision) << "seed " << seed;
+
+    if (refined_floor >= greedy_floor.simulation.peak_bytes) continue;
+    ++refined_below_floor;
+    const SolverResult at_refined_floor = solveRecompute(simulator, "auto", refined_floor);
+    EXPECT_EQ(at_refined_floor.solver, "refined") << "seed " << seed;
+    EXPECT_LE(at_refined_floor.simulation.peak_bytes, refined_floor) << "seed " << seed;
+    EXPECT_THROW(solveRecompute(simulator, "mu-two", refined_floor), InfeasibleBudget) << "seed " << seed;
+  }
+  EXPECT_GT(refined_below_floor, 0);
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ FrontierPoint pointOf(const std::string& label, int64_t budget_bytes, const Solv
 
 std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, const std::string& solver, int budget_count) {
   const Simulator simulator(profile);
-  const SolverResult none{{}, simulator.baseline(), {}};
+  const SolverResult none{{}, simulator.baseline(), {}, "none"};
   const int64_t baseline = none.simulation.peak_bytes;
   const int64_t lowest = std::min(baseline, floorOf(simulator, solver));
 
@@ -92,7 +92,7 @@ std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, const std:
     } catch (const InfeasibleBudget&) {
       continue;
     }
-    planned.push_back(pointOf(solver, budget, r));
+    planned.push_back(pointOf(r.solver, budget, r));  // auto: the strategy that made this plan
   }
   std::sort(planned.begin(), planned.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
     return a.peak_bytes != b.peak_bytes ? a.peak_bytes < b.peak_bytes : a.extra_time_us < b.extra_time_us;
@@ -104,7 +104,8 @@ std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, const std:
 
   frontier.push_back(pointOf("chen", 0, solveChen(simulator, 0)));
   const RecomputeDecision blocks = perBlockDecision(simulator);
-  if (!blocks.empty()) frontier.push_back(pointOf("per-block", 0, SolverResult{blocks, simulator.simulate(blocks), {}}));
+  if (!blocks.empty())
+    frontier.push_back(pointOf("per-block", 0, SolverResult{blocks, simulator.simulate(blocks), {}, "per-block"}));
   return frontier;
 }
 

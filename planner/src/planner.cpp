@@ -13,7 +13,7 @@ Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, in
   plan.model_sha256 = profile.meta.model_sha256;
   plan.model_path = profile.meta.model_path;
   plan.profile_path = request.profile_path;
-  plan.solver = request.solver;
+  plan.solver = solution.solver;  // under auto, the strategy that made the plan
   plan.solver_report = searchReportText(solution.search, solution.simulation.peak_bytes);
   plan.budget_text = request.budget_text;
   plan.budget_bytes = budget_bytes;

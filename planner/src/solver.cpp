@@ -50,7 +50,8 @@ std::string namesAsChoice() {
 
 const std::vector<SolverEntry>& solverTable() {
   static const std::vector<SolverEntry> table = {
-      {"mu-two", "default, greedy", withoutTimeLimit<solveMuTwo>},
+      {"auto", "default: mu-two, refined where mu-two misses the budget", withoutTimeLimit<solveAuto>},
+      {"mu-two", "greedy", withoutTimeLimit<solveMuTwo>},
       {"refined", "mu-two + local and windowed exact search", withoutTimeLimit<solveRefined>},
       {"optimal", "exhaustive search, small graphs", solveOptimal},
       {"chen", "sqrt(n) segments", withoutTimeLimit<solveChen>},
@@ -76,12 +77,14 @@ SolverResult solveRecompute(const Simulator& simulator, const std::string& solve
   if (entry == table.end())
     throw Error(ErrorKind::Usage, fmt::format("unknown solver '{}'; use {}", solver, namesAsChoice()));
   SolverResult result = entry->solve(simulator, budget_bytes, time_limit_s);
+  if (result.solver.empty()) result.solver = entry->name;
 
   // A plan must never make things worse than doing nothing.
   const SimulationResult& baseline = simulator.baseline();
-  if (result.simulation.peak_bytes > baseline.peak_bytes) result = SolverResult{{}, baseline, result.search};
+  if (result.simulation.peak_bytes > baseline.peak_bytes)
+    result = SolverResult{{}, baseline, result.search, result.solver};
   if (result.simulation.peak_bytes > budget_bytes) {
-    std::string message = infeasibleMessage(simulator, solver, budget_bytes, result.simulation);
+    std::string message = infeasibleMessage(simulator, result.solver, budget_bytes, result.simulation);
     const std::string search = searchReportText(result.search, result.simulation.peak_bytes);
     if (!search.empty()) message += " (" + search + ")";
     throw InfeasibleBudget(message, result.simulation.peak_bytes);

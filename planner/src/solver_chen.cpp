@@ -23,7 +23,7 @@ int activationProducerCount(const Simulator& simulator) {
 }
 
 SolverResult solveChen(const Simulator& simulator, int64_t budget_bytes) {
-  const SolverResult none{{}, simulator.baseline(), {}};
+  const SolverResult none{{}, simulator.baseline(), {}, "chen"};
   if (none.simulation.peak_bytes <= budget_bytes) return none;
   const int producers = activationProducerCount(simulator);
   if (producers == 0) return none;

@@ -375,8 +375,9 @@ bool betterForBudget(const SolverResult& a, const SolverResult& b, int64_t budge
   return a.simulation.peak_bytes < b.simulation.peak_bytes;
 }
 
-SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes) {
-  SolverResult result = solveMuTwo(simulator, budget_bytes);
+namespace {
+
+SolverResult refine(const Simulator& simulator, int64_t budget_bytes, SolverResult result) {
   if (result.decision.empty()) return result;
   SolverResult refined;
   refined.decision = SegmentRefiner(simulator, budget_bytes, activationRanges(simulator.index())).run(result.decision);
@@ -384,6 +385,21 @@ SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes) {
     refined.decision = improveByWindows(simulator, budget_bytes, refined.decision, kSearchWindow, kWindowVisits);
   refined.simulation = simulator.simulate(refined.decision);
   return betterForBudget(refined, result, budget_bytes) ? refined : result;
+}
+
+}  // namespace
+
+SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes) {
+  return refine(simulator, budget_bytes, solveMuTwo(simulator, budget_bytes));
+}
+
+SolverResult solveAuto(const Simulator& simulator, int64_t budget_bytes) {
+  SolverResult result = solveMuTwo(simulator, budget_bytes);
+  result.solver = "mu-two";
+  if (result.simulation.peak_bytes <= budget_bytes) return result;
+  result = refine(simulator, budget_bytes, std::move(result));
+  result.solver = "refined";
+  return result;
 }
 
 SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes) {

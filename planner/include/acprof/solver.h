@@ -32,6 +32,7 @@ struct SolverResult {
   RecomputeDecision decision;
   SimulationResult simulation;  // of `decision`, by the Simulator
   SearchReport search;
+  std::string solver;  // the strategy that chose `decision` (auto: mu-two or refined)
 };
 
 // No recompute.
@@ -59,9 +60,14 @@ SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes);
 // time); then, on graphs of up to 1000 compute nodes, the exact search
 // re-plans windows of 12 compute nodes with the rest held fixed, within a
 // fixed allowance of search steps. Lower floors and less time than mu-two's
-// (docs/solvers.md), but not the default: its plans reach memory layouts on
-// which the simulator is not yet exact (README, "Solvers").
+// (docs/solvers.md), at up to about a second of planning on 1k- and 10k-node
+// graphs where mu-two takes milliseconds.
 SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes);
+
+// The default: mu-two's plan where it meets the budget, refined's where it does
+// not. A budget mu-two can meet costs its milliseconds only; below mu-two's
+// floor, refined reaches lower peaks (docs/solvers.md) instead of a refusal.
+SolverResult solveAuto(const Simulator& simulator, int64_t budget_bytes);
 
 // The exact solver: the least extra time under the budget (the lowest peak,
 // then the least time, when nothing fits) over every set of segments whose
