@@ -5,7 +5,9 @@ acprof_add_test(planner_tests
   LIBS acprof_planner)
 
 # `acprof plan` end to end, including plans for profiles of the exported test models.
-acprof_add_test(planner_cli_tests
-  SOURCES planner_cli_test.cpp
-  LIBS acprof_planner
-  FIXTURES test_models)
+if(ACPROF_WITH_TORCH)
+  acprof_add_test(planner_cli_tests
+    SOURCES planner_cli_test.cpp
+    LIBS acprof_planner
+    FIXTURES test_models)
+endif()

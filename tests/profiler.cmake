@@ -2,6 +2,9 @@ acprof_add_test(profile_format_tests
   SOURCES profile_format_test.cpp profile_cut_rules_test.cpp
   LIBS acprof_profile_format nlohmann_json::nlohmann_json)
 
+if(NOT ACPROF_WITH_TORCH)
+  return()
+endif()
 acprof_add_test(profiler_tests
   SOURCES profiler_input_spec_test.cpp profiler_recorder_test.cpp profiler_cli_test.cpp profiler_cut_facts_test.cpp
   LIBS acprof_recorder

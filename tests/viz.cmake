@@ -2,10 +2,14 @@
 # that opens a real report in headless chromium.
 acprof_add_test(viz_tests
   SOURCES viz_synthetic_profile.cpp viz_downsample_test.cpp viz_html_test.cpp viz_svg_test.cpp viz_trace_test.cpp
-          viz_view_cli_test.cpp
   LIBS acprof_viz nlohmann_json::nlohmann_json)
 # The tests reach the library's internals (downsampling, embedded assets).
 target_include_directories(viz_tests PRIVATE ${CMAKE_SOURCE_DIR}/viz/src)
+if(NOT ACPROF_WITH_TORCH)
+  return()
+endif()
+# `acprof view` end to end.
+target_sources(viz_tests PRIVATE viz_view_cli_test.cpp)
 
 # Browser test: a real profile, plan and rewrite of a test model, both report
 # pages opened in Debian's chromium through playwright-core (npm ci), offline.
