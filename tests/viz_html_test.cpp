@@ -81,6 +81,15 @@ TEST(TimelineHtml, ChartCarriesCornerPointsPerCategoryAndTheExactPeak) {
   EXPECT_EQ(data["categories"][4]["color"], "#ff0000");
 }
 
+// Kernel time and wall time are not comparable; the report says which the profile holds.
+TEST(TimelineHtml, StatesWhatTheStepTimesMeasure) {
+  Profile profile = testing::smallTrainingProfile();
+  EXPECT_EQ(embeddedData(renderTimelineHtml(profile))["profiles"][0]["time"]["source"], "wall time");
+  profile.meta.time_source = "cupti_kernels";
+  EXPECT_EQ(embeddedData(renderTimelineHtml(profile))["profiles"][0]["time"]["source"],
+            "summed GPU kernel time (CUPTI)");
+}
+
 TEST(TimelineHtml, NamesWithMarkupQuotesAndOddUnicodeCannotLeaveTheScriptElement) {
   testing::SmallProfileNames names;
   names.relu_op = "</script><script>alert(1)</script><!-- \"q\" 'a' \\b\\ & ünï→ \u2028x\u2029";

@@ -88,7 +88,7 @@
                          .join(", ");
       fact(prefix + "iteration", formatMs(profile.time.total_us) + (phases ? " (" + phases + ")" : "") + ", " +
                                      profile.step_count + " steps, " + profile.event_count + " allocator events, " +
-                                     profile.device);
+                                     profile.device + "; times are " + profile.time.source);
     }
     if (data.kind === "comparison" && data.profiles[0].peak && data.profiles[1].peak) {
       const before = data.profiles[0], after = data.profiles[1];

@@ -85,6 +85,15 @@ json largestActivations(const Profile& profile, const Plan* plan, size_t count) 
   return rows;
 }
 
+// What the step times measure, in words: a kernel-time iteration and a wall-time
+// one are not comparable, so the report says which it shows.
+std::string timeSourceText(const std::string& time_source) {
+  if (time_source == "cupti_kernels") return "summed GPU kernel time (CUPTI)";
+  if (time_source == "cuda_sync_wall") return "wall time, device synchronized at each step";
+  if (time_source == "cpu_wall") return "wall time";
+  return time_source;
+}
+
 json phaseTimes(const Profile& profile) {
   json times = json::object();
   const double total_us = iterationTimeUs(profile);
@@ -94,7 +103,7 @@ json phaseTimes(const Profile& profile) {
       if (step.phase == phase) phase_us += step.time_us;
     times[phaseName(phase)] = phase_us;
   }
-  return {{"total_us", total_us}, {"per_phase_us", times}};
+  return {{"total_us", total_us}, {"per_phase_us", times}, {"source", timeSourceText(profile.meta.time_source)}};
 }
 
 // One profile's chart and tables, with x mapped onto the page's shared axis.
