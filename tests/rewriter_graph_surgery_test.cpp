@@ -212,6 +212,33 @@ TEST_F(GraphSurgery, VerificationRestoresTheCallersDeterministicAlgorithmsSettin
   context.setBenchmarkCuDNN(benchmark);
 }
 
+// An op without a deterministic implementation (put_ without accumulate, on the
+// CPU too) cannot be verified bit for bit: a RewriteError that names the op and
+// suggests --tolerance; with a tolerance the same model verifies.
+TEST_F(GraphSurgery, AnOpWithoutADeterministicImplementationAsksForATolerance) {
+  torch::jit::Module module("acprof_test.Put");
+  module.register_parameter("w", at::randn({8, 8}).requires_grad_(), false);
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    h = h.put_(torch.tensor([0, 1]), torch.tensor([1.0, 2.0]))
+    return torch.tanh(h)
+)JIT");
+  module.save(path("put.pt"));
+  try {
+    verifyRewrite(path("put.pt"), path("put.pt"), stepConfig({"float32[4,8]"}));
+    ADD_FAILURE() << "put_ ran under deterministic algorithms";
+  } catch (const RewriteError& e) {
+    EXPECT_NE(std::string(e.what()).find("put_ does not have a deterministic implementation"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--tolerance"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(at::globalContext().deterministicAlgorithms()) << "left on after an error";
+  const VerificationResult result = verifyRewrite(path("put.pt"), path("put.pt"), stepConfig({"float32[4,8]"}), 0.0);
+  EXPECT_TRUE(result.passed()) << "max diff " << result.maxAbsDiff();
+}
+
 TEST_F(GraphSurgery, OptionalConvBiasIsPassedWhenSetAndNoneWhenNot) {
   makeOptionalBiasConvModel().save(path("conv.pt"));
   torch::jit::Module original = torch::jit::load(path("conv.pt"));

@@ -77,16 +77,16 @@ class DeterministicAlgorithmsGuard {
   bool cudnn_benchmark_;
 };
 
-// at::Context::alertNotDeterministic's words (1.13 and 2.x).
-bool isNondeterministicAlert(const c10::Error& e) {
-  return std::string(e.what_without_backtrace()).find("does not have a deterministic implementation") !=
-         std::string::npos;
-}
-
-std::string firstLine(const std::string& text) {
-  const size_t start = text.find_first_not_of(" \n");
-  if (start == std::string::npos) return "";
-  return text.substr(start, text.find('\n', start) - start);
+// The line of an error that is at::Context::alertNotDeterministic's alert (its
+// words in 1.13 and 2.x), or "" if none is: TorchScript's interpreter and the
+// autograd engine put their own lines before it.
+std::string nondeterministicAlert(const std::exception& e) {
+  const std::string text = e.what();
+  const size_t at = text.find("does not have a deterministic implementation");
+  if (at == std::string::npos) return "";
+  const size_t start = text.rfind('\n', at);
+  const size_t begin = start == std::string::npos ? 0 : start + 1;
+  return text.substr(begin, text.find('\n', at) - begin);
 }
 
 }  // namespace
@@ -112,12 +112,13 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
     expected = runTrainingStep(original, inputs, target, config);
     torch::jit::Module rewritten = loadModel(rewritten_path, config.device);
     actual = runTrainingStep(rewritten, inputs, target, config);
-  } catch (const c10::Error& e) {
-    if (!deterministic || !isNondeterministicAlert(e)) throw;
-    throw RewriteError(fmt::format("verification needs deterministic algorithms, and the model uses one that has "
+  } catch (const std::exception& e) {
+    const std::string alert = deterministic ? nondeterministicAlert(e) : "";
+    if (alert.empty()) throw;
+    throw RewriteError(fmt::format("verification needs deterministic algorithms, and the model uses an op that has "
                                    "none ({}); pass --tolerance with the largest difference you accept (e.g. 1e-5), "
                                    "or --no-verify",
-                                   firstLine(e.what_without_backtrace())));
+                                   alert));
   }
 
   VerificationResult result;
