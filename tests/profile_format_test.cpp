@@ -84,6 +84,17 @@ TEST(ProfileFormat, TimelineReplaysIntervalsExactly) {
   EXPECT_EQ(p.steps[1].bytes_at_end[static_cast<int>(Category::Weight)], 100);
   const std::vector<int64_t> live = liveBytesPerEvent(p);
   EXPECT_EQ(live, (std::vector<int64_t>{140, 147, 140, 100}));
+  // Per category: the weight throughout, the activation over [0, 3), the temporary at event 1.
+  const std::vector<CategoryBytes> per_category = categoryBytesPerEvent(p);
+  ASSERT_EQ(per_category.size(), 4u);
+  auto bytesAt = [&](int event, Category c) { return per_category[event][static_cast<int>(c)]; };
+  EXPECT_EQ(bytesAt(0, Category::Weight), 100);
+  EXPECT_EQ(bytesAt(0, Category::Activation), 40);
+  EXPECT_EQ(bytesAt(0, Category::Temporary), 0);
+  EXPECT_EQ(bytesAt(1, Category::Temporary), 7);
+  EXPECT_EQ(bytesAt(2, Category::Temporary), 0);
+  EXPECT_EQ(bytesAt(3, Category::Activation), 0);
+  EXPECT_EQ(bytesAt(3, Category::Weight), 100);
 }
 
 // The hand-made profile with every field of every record set away from its
@@ -364,6 +375,9 @@ TEST(ProfileFormat, RejectsNumbersThatDoNotFitAndStepsPastTheLast) {
       {"\"alloc_step\": -1", "\"alloc_step\": 2", "tensor 0 has allocation step 2"},
       {"\"bytes\": 100", "\"bytes\": 9000000000000000000", "tensor 0 has 9000000000000000000 bytes"},
       {"\"event_count\": 4", "\"event_count\": 7", "7 events for 3 tensors"},
+      // A name from the file with a newline in it: quoted as an escape, with the file, the field and the fix.
+      {"\"phase\": \"forward\"", "\"phase\": \"for\\nward\"",
+       "edited.json: field 'phase': unknown phase 'for\\nward'; re-run 'acprof profile'"},
   };
   for (const Edit& edit : edits) {
     std::string json = good;

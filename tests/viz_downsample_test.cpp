@@ -59,18 +59,6 @@ TEST(PeakPreservingSampleIndices, EveryBucketKeepsItsMaximumAndMinimum) {
   }
 }
 
-TEST(CategoryBytesPerEvent, SumsToTheFormatsLiveBytesAtEveryEvent) {
-  const Profile profile = testing::smallTrainingProfile();
-  const std::vector<CategoryBytes> per_category = categoryBytesPerEvent(profile);
-  const std::vector<int64_t> live = liveBytesPerEvent(profile);
-  ASSERT_EQ(per_category.size(), live.size());
-  for (size_t e = 0; e < live.size(); ++e) EXPECT_EQ(totalBytes(per_category[e]), live[e]) << "event " << e;
-  // Event 3 of the hand-built profile: weights, input, A, B, workspace, C.
-  EXPECT_EQ(per_category[3][static_cast<int>(Category::Activation)], 8000);
-  EXPECT_EQ(per_category[3][static_cast<int>(Category::Temporary)], 2000);
-  EXPECT_EQ(totalBytes(per_category[3]), testing::kSmallProfilePeakBytes);
-}
-
 TEST(SampleTimeline, KeepsTheProfilesPeakAndBreakdownWhenDownsampling) {
   const int64_t spike = 512LL << 20;
   const Profile profile = testing::longSawtoothProfile(200'000, 77'778, spike);

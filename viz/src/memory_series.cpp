@@ -19,33 +19,6 @@ const std::array<CategoryStyle, kCategoryCount>& categoryStackOrder() {
   return order;
 }
 
-int64_t totalBytes(const CategoryBytes& bytes) {
-  int64_t sum = 0;
-  for (int64_t b : bytes) sum += b;
-  return sum;
-}
-
-std::vector<CategoryBytes> categoryBytesPerEvent(const Profile& profile) {
-  const int event_count = profile.event_count;
-  // Difference arrays per category: +bytes at the allocation, -bytes at the free.
-  std::vector<CategoryBytes> delta(static_cast<size_t>(event_count) + 1, CategoryBytes{});
-  CategoryBytes running{};
-  for (const TensorRecord& t : profile.tensors) {
-    const int c = static_cast<int>(t.category);
-    if (t.alloc_event < 0)
-      running[c] += t.bytes;
-    else if (t.alloc_event <= event_count)
-      delta[t.alloc_event][c] += t.bytes;
-    if (t.free_event >= 0 && t.free_event < event_count) delta[t.free_event][c] -= t.bytes;
-  }
-  std::vector<CategoryBytes> live(event_count);
-  for (int e = 0; e < event_count; ++e) {
-    for (int c = 0; c < kCategoryCount; ++c) running[c] += delta[e][c];
-    live[e] = running;
-  }
-  return live;
-}
-
 int peakEvent(const std::vector<CategoryBytes>& bytes_per_event) {
   int peak = -1;
   int64_t peak_bytes = 0;

@@ -19,13 +19,6 @@ struct CategoryStyle {
 };
 const std::array<CategoryStyle, kCategoryCount>& categoryStackOrder();
 
-int64_t totalBytes(const CategoryBytes& bytes);
-
-// Live bytes per category after each event (size event_count): a storage
-// counts at event e when alloc_event <= e < free_event. Sums to
-// liveBytesPerEvent(profile) at every event.
-std::vector<CategoryBytes> categoryBytesPerEvent(const Profile& profile);
-
 // The first event with the largest total; -1 when there are no events.
 int peakEvent(const std::vector<CategoryBytes>& bytes_per_event);
 

@@ -99,7 +99,7 @@ void appendMemory(const Profile& profile, const TraceClock& clock, json& events)
                       {"ts", clock.eventUs(sampled.events[i])}, {"args", categoryArgs(sampled.bytes[i])}});
   if (sampled.peak_event < 0) return;
   const int step = stepOfEvent(profile, sampled.peak_event);
-  const int64_t peak = viz::totalBytes(sampled.peak_bytes);
+  const int64_t peak = totalBytes(sampled.peak_bytes);
   json args = categoryArgs(sampled.peak_bytes);
   args["total"] = peak;
   args["event"] = sampled.peak_event;

@@ -69,7 +69,7 @@ std::string renderTimelineSvg(const Profile& profile, const Plan* plan) {
   const viz::SampledTimeline sampled = viz::sampleTimeline(profile, kMaxSvgSamples);
   const auto& order = viz::categoryStackOrder();
 
-  int64_t max_bytes = std::max<int64_t>(viz::totalBytes(sampled.peak_bytes), 1);
+  int64_t max_bytes = std::max<int64_t>(totalBytes(sampled.peak_bytes), 1);
   std::vector<int64_t> predicted;
   if (plan) {
     max_bytes = std::max(max_bytes, plan->budget_bytes);
@@ -151,7 +151,7 @@ std::string renderTimelineSvg(const Profile& profile, const Plan* plan) {
   }
 
   if (sampled.peak_event >= 0) {
-    const int64_t peak = viz::totalBytes(sampled.peak_bytes);
+    const int64_t peak = totalBytes(sampled.peak_bytes);
     const double x = scale.x(sampled.peak_event + 0.5), y = scale.y(static_cast<double>(peak));
     const int step = stepOfEvent(profile, sampled.peak_event);
     std::string where = step >= 0 ? " at " + profile.steps[step].op : "";

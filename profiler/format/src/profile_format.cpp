@@ -362,23 +362,43 @@ const GraphValue* Profile::findValue(const std::string& name) const {
   return nullptr;
 }
 
-std::vector<int64_t> liveBytesPerEvent(const Profile& profile) {
-  // A difference array over events: +bytes at the allocation, -bytes at the free.
-  std::vector<int64_t> delta(profile.event_count + 1, 0);
-  int64_t static_bytes = 0;
+namespace {
+
+// The one replay of the tensors' intervals: live bytes per category before the
+// first event (index 0) and after each event e (index e + 1).
+std::vector<CategoryBytes> categoryBytesFromStart(const Profile& profile) {
+  const int event_count = profile.event_count;
+  // A difference array first: +bytes where a storage starts counting, -bytes where it stops.
+  std::vector<CategoryBytes> live(static_cast<size_t>(event_count) + 1, CategoryBytes{});
   for (const TensorRecord& t : profile.tensors) {
-    if (t.alloc_event < 0)
-      static_bytes += t.bytes;
-    else
-      delta[t.alloc_event] += t.bytes;
-    if (t.free_event < profile.event_count) delta[t.free_event] -= t.bytes;
+    const int c = static_cast<int>(t.category);
+    if (t.alloc_event >= event_count) continue;
+    live[std::max(t.alloc_event, -1) + 1][c] += t.bytes;
+    if (t.free_event >= 0 && t.free_event < event_count) live[t.free_event + 1][c] -= t.bytes;
   }
-  std::vector<int64_t> live(profile.event_count);
-  int64_t running = static_bytes;
-  for (int e = 0; e < profile.event_count; ++e) {
-    running += delta[e];
-    live[e] = running;
-  }
+  for (int e = 1; e <= event_count; ++e)
+    for (int c = 0; c < kCategoryCount; ++c) live[e][c] += live[e - 1][c];
+  return live;
+}
+
+}  // namespace
+
+int64_t totalBytes(const CategoryBytes& bytes) {
+  int64_t sum = 0;
+  for (int64_t b : bytes) sum += b;
+  return sum;
+}
+
+std::vector<CategoryBytes> categoryBytesPerEvent(const Profile& profile) {
+  std::vector<CategoryBytes> live = categoryBytesFromStart(profile);
+  live.erase(live.begin());
+  return live;
+}
+
+std::vector<int64_t> liveBytesPerEvent(const Profile& profile) {
+  const std::vector<CategoryBytes> per_category = categoryBytesPerEvent(profile);
+  std::vector<int64_t> live(per_category.size());
+  for (size_t e = 0; e < live.size(); ++e) live[e] = totalBytes(per_category[e]);
   return live;
 }
 
@@ -389,44 +409,26 @@ int stepOfEvent(const Profile& profile, int event) {
 }
 
 void timelineFromTensors(Profile& profile) {
-  const int event_count = profile.event_count;
-  // Per-category difference arrays; index event_count collects frees after the end.
-  std::vector<CategoryBytes> delta(event_count + 1, CategoryBytes{});
-  CategoryBytes running{};
-  for (const TensorRecord& t : profile.tensors) {
-    const int c = static_cast<int>(t.category);
-    if (t.alloc_event < 0)
-      running[c] += t.bytes;
-    else
-      delta[t.alloc_event][c] += t.bytes;
-    delta[t.free_event][c] -= t.bytes;
-  }
-  auto total = [](const CategoryBytes& b) {
-    int64_t sum = 0;
-    for (int64_t v : b) sum += v;
-    return sum;
-  };
-
+  const std::vector<CategoryBytes> live = categoryBytesFromStart(profile);  // [e + 1]: after event e
   PeakSummary& summary = profile.summary;
-  summary.peak_bytes = total(running);
-  summary.peak_breakdown = running;
+  summary.peak_bytes = totalBytes(live[0]);
+  summary.peak_breakdown = live[0];
   summary.peak_step = profile.steps.empty() ? -1 : 0;
   int event = 0;
   for (size_t i = 0; i < profile.steps.size(); ++i) {
     Step& step = profile.steps[i];
-    const int end = i + 1 < profile.steps.size() ? profile.steps[i + 1].first_event : event_count;
-    int64_t step_peak = total(running);
+    const int end = i + 1 < profile.steps.size() ? profile.steps[i + 1].first_event : profile.event_count;
+    int64_t step_peak = totalBytes(live[event]);
     for (; event < end; ++event) {
-      for (int c = 0; c < kCategoryCount; ++c) running[c] += delta[event][c];
-      const int64_t live = total(running);
-      step_peak = std::max(step_peak, live);
-      if (live > summary.peak_bytes) {
-        summary.peak_bytes = live;
-        summary.peak_breakdown = running;
+      const int64_t bytes = totalBytes(live[event + 1]);
+      step_peak = std::max(step_peak, bytes);
+      if (bytes > summary.peak_bytes) {
+        summary.peak_bytes = bytes;
+        summary.peak_breakdown = live[event + 1];
         summary.peak_step = static_cast<int>(i);
       }
     }
-    step.bytes_at_end = running;
+    step.bytes_at_end = live[event];
     step.peak_bytes = step_peak;
   }
 }

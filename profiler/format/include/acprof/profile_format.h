@@ -210,8 +210,12 @@ struct Profile {
 // writing; readers may call it again and get the same numbers.
 void timelineFromTensors(Profile& profile);
 
-// Live bytes after each event (size event_count), by replaying the intervals.
+// Live bytes per category after each event (size event_count), by replaying
+// the intervals: a storage counts at event e when alloc_event <= e < free_event.
+std::vector<CategoryBytes> categoryBytesPerEvent(const Profile& profile);
+// Their sums: live bytes after each event.
 std::vector<int64_t> liveBytesPerEvent(const Profile& profile);
+int64_t totalBytes(const CategoryBytes& bytes);
 
 // The step that contains an event.
 int stepOfEvent(const Profile& profile, int event);
