@@ -17,15 +17,6 @@ enum class ErrorKind {
   VerificationFailed,  // the rewritten model does not train like the original
 };
 
-class Error : public std::runtime_error {
- public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
-  ErrorKind kind() const { return kind_; }
-
- private:
-  ErrorKind kind_;
-};
-
 // Text from a file or the command line as it may appear inside a message:
 // control characters (a newline inside a JSON string, a tab in an argument)
 // written as escapes, so the message stays the one line the CLI prints.
@@ -48,5 +39,17 @@ inline std::string printable(const std::string& text) {
   }
   return out;
 }
+
+class Error : public std::runtime_error {
+ public:
+  // The message is made one line here, whatever text a caller quoted into it
+  // (a JSON key with a newline in it), so no message can break the CLI's line.
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(printable(message)), kind_(kind) {}
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
+};
+
 
 }  // namespace acprof

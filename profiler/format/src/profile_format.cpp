@@ -42,6 +42,19 @@ const json& arrayField(const json& object, const char* key, const std::string& w
   return json_fields::arrayField(object, key, {where, kProfileFix});
 }
 
+// A field holding one of a fixed set of names ("role": "compute"), read with
+// the file and the fix around the name reader's own message.
+template <typename Enum>
+Enum namedField(const json& object, const char* key, const std::string& where,
+                Enum (*fromName)(const std::string&)) {
+  const std::string name = field<std::string>(object, key, where);
+  try {
+    return fromName(name);
+  } catch (const FormatError& e) {
+    throw FormatError(fmt::format("{}: field '{}': {}; {}", printable(where), key, e.what(), kProfileFix));
+  }
+}
+
 CategoryBytes categoryBytesFromJson(const json& object, const std::string& where) {
   CategoryBytes bytes{};
   for (int i = 0; i < kCategoryCount; ++i) bytes[i] = field<int64_t>(object, kCategoryNames[i], where);
@@ -114,7 +127,7 @@ ForwardNode nodeFromJson(const json& j, const std::string& where) {
   n.scope = field<std::string>(j, "scope", where);
   n.inputs = field<std::vector<std::string>>(j, "inputs", where);
   n.outputs = field<std::vector<std::string>>(j, "outputs", where);
-  n.role = cutRoleFromName(field<std::string>(j, "role", where));
+  n.role = namedField(j, "role", where, cutRoleFromName);
   n.barrier_reason = field<std::string>(j, "barrier_reason", where);
   n.reads = field<std::vector<int>>(j, "reads", where);
   n.writes = field<std::vector<int>>(j, "writes", where);
@@ -145,7 +158,7 @@ GraphValue valueFromJson(const json& j, const std::string& where) {
   v.name = field<std::string>(j, "name", where);
   v.producer_node = field<int>(j, "producer_node", where);
   v.type = field<std::string>(j, "type", where);
-  v.entry = valueEntryFromName(field<std::string>(j, "entry", where));
+  v.entry = namedField(j, "entry", where, valueEntryFromName);
   v.can_leave = field<bool>(j, "can_leave", where);
   v.is_tensor = field<bool>(j, "is_tensor", where);
   v.requires_grad = field<bool>(j, "requires_grad", where);
@@ -178,7 +191,7 @@ TensorRecord tensorFromJson(const json& j, const std::string& where) {
   t.shape = field<std::vector<int64_t>>(j, "shape", where);
   t.dtype = field<std::string>(j, "dtype", where);
   t.device = field<std::string>(j, "device", where);
-  t.category = categoryFromName(field<std::string>(j, "category", where));
+  t.category = namedField(j, "category", where, categoryFromName);
   t.name = field<std::string>(j, "name", where);
   t.producer_node = field<int>(j, "producer_node", where);
   t.alloc_event = field<int>(j, "alloc_event", where);
@@ -208,7 +221,7 @@ json stepToJson(const Step& s) {
 Step stepFromJson(const json& j, const std::string& where) {
   Step s;
   s.index = field<int>(j, "index", where);
-  s.phase = phaseFromName(field<std::string>(j, "phase", where));
+  s.phase = namedField(j, "phase", where, phaseFromName);
   s.node = field<int>(j, "node", where);
   s.op = field<std::string>(j, "op", where);
   s.scope = field<std::string>(j, "scope", where);
@@ -327,7 +340,7 @@ const char* phaseName(Phase phase) { return kPhaseNames[static_cast<int>(phase)]
 Category categoryFromName(const std::string& name) {
   for (int i = 0; i < kCategoryCount; ++i)
     if (name == kCategoryNames[i]) return static_cast<Category>(i);
-  throw FormatError(fmt::format("unknown tensor category '{}'", name));
+  throw FormatError(fmt::format("unknown tensor category '{}'", printable(name)));
 }
 
 const char* cutRoleName(CutRole role) { return kCutRoleNames[static_cast<int>(role)]; }
@@ -336,19 +349,19 @@ const char* valueEntryName(ValueEntry entry) { return kValueEntryNames[static_ca
 CutRole cutRoleFromName(const std::string& name) {
   for (int i = 0; i < 3; ++i)
     if (name == kCutRoleNames[i]) return static_cast<CutRole>(i);
-  throw FormatError(fmt::format("unknown node role '{}'", name));
+  throw FormatError(fmt::format("unknown node role '{}'", printable(name)));
 }
 
 ValueEntry valueEntryFromName(const std::string& name) {
   for (int i = 0; i < 4; ++i)
     if (name == kValueEntryNames[i]) return static_cast<ValueEntry>(i);
-  throw FormatError(fmt::format("unknown value entry '{}'", name));
+  throw FormatError(fmt::format("unknown value entry '{}'", printable(name)));
 }
 
 Phase phaseFromName(const std::string& name) {
   for (int i = 0; i < 5; ++i)
     if (name == kPhaseNames[i]) return static_cast<Phase>(i);
-  throw FormatError(fmt::format("unknown phase '{}'", name));
+  throw FormatError(fmt::format("unknown phase '{}'", printable(name)));
 }
 
 const ForwardNode* Profile::findNode(int id) const {
