@@ -17,36 +17,20 @@
 namespace acprof::cli {
 namespace {
 
+// The options parse straight into the recorder's; the rest is what the CLI writes.
 struct ProfileArgs {
-  std::string model_path;
-  std::vector<std::string> inputs;
-  std::string target;
-  std::string loss = "auto";
-  std::string optimizer = "none";
-  std::string autocast;
-  int warmup = 1;
-  int iters = 3;
-  std::string device = "cpu";
-  std::string jit_optimize = "off";
+  RecordOptions record;
+  std::string jit_optimize = "off";  // on | off, RecordOptions::executor_optimize
   std::string output = "profile.json";
   std::string html;
   std::string trace;
 };
 
 void runProfile(const ProfileArgs& args) {
-  RecordOptions options;
-  options.model_path = args.model_path;
-  options.input_specs = args.inputs;
-  options.target_spec = args.target;
-  options.loss = args.loss;
-  options.optimizer = args.optimizer;
-  options.autocast = args.autocast;
-  options.warmup_iters = args.warmup;
-  options.measured_iters = args.iters;
-  options.device = args.device;
+  RecordOptions options = args.record;
   options.executor_optimize = args.jit_optimize == "on";
   options.command_line = commandLine();
-  const std::vector<std::string> inputs = {args.model_path};
+  const std::vector<std::string> inputs = {options.model_path};
   checkOutputPath(args.output, inputs);
   if (!args.html.empty()) checkOutputPath(args.html, inputs);
   if (!args.trace.empty()) checkOutputPath(args.trace, inputs);
@@ -64,26 +48,26 @@ void runProfile(const ProfileArgs& args) {
 void addProfileCommand(CLI::App& app) {
   auto args = std::make_shared<ProfileArgs>();
   CLI::App* cmd = app.add_subcommand("profile", "Measure one training iteration of a TorchScript model");
-  cmd->add_option("model", args->model_path, "TorchScript model file (torch.jit.save)")->required();
-  cmd->add_option("--input", args->inputs,
+  cmd->add_option("model", args->record.model_path, "TorchScript model file (torch.jit.save)")->required();
+  cmd->add_option("--input", args->record.input_specs,
                   "input spec per forward argument, e.g. float32[32,3,224,224] or int64[8,512]:0..50257 "
                   "(default: the specs stored in the model by models/ export scripts)");
-  cmd->add_option("--target", args->target, "target spec for --loss cross_entropy, e.g. int64[32]:0..1000");
-  cmd->add_option("--loss", args->loss, "loss of the output: auto (the model's scalar output, else mean), sum, "
+  cmd->add_option("--target", args->record.target_spec, "target spec for --loss cross_entropy, e.g. int64[32]:0..1000");
+  cmd->add_option("--loss", args->record.loss, "loss of the output: auto (the model's scalar output, else mean), sum, "
                                         "mean, cross_entropy")
       ->check(CLI::IsMember({"auto", "sum", "mean", "cross_entropy"}));
-  cmd->add_option("--optimizer", args->optimizer,
+  cmd->add_option("--optimizer", args->record.optimizer,
                   "optimizer step after backward, LibTorch's torch::optim with PyTorch's defaults: sgd "
                   "(lr 0.01, momentum 0.9), adam (lr 1e-3), adamw (lr 1e-3, weight decay 1e-2)")
       ->check(CLI::IsMember(acprof::optimizerKinds()));
-  cmd->add_option("--autocast", args->autocast,
+  cmd->add_option("--autocast", args->record.autocast,
                   "run forward and the loss under autocast: bfloat16, float16 or off (default: what the model "
                   "archive records, else off)");
-  cmd->add_option("--warmup", args->warmup, "warm-up iterations, never measured (default 1)")
+  cmd->add_option("--warmup", args->record.warmup_iters, "warm-up iterations, never measured (default 1)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--iters", args->iters, "measured iterations; times are their medians (default 3)")
+  cmd->add_option("--iters", args->record.measured_iters, "measured iterations; times are their medians (default 3)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--device", args->device, "cpu or cuda[:N]");
+  cmd->add_option("--device", args->record.device, "cpu or cuda[:N]");
   cmd->add_option("--jit-optimize", args->jit_optimize,
                   "TorchScript executor optimization during the profile (default off: see README)")
       ->check(CLI::IsMember({"on", "off"}));
