@@ -15,11 +15,13 @@ const std::string& commandLine() { return g_command_line; }
 namespace {
 
 // Exit codes (README "Exit codes"): 0 success, 1 bad input, 2 usage,
-// 3 infeasible budget, 4 verification failed, 70 internal error (sysexits' EX_SOFTWARE).
+// 3 infeasible budget, 4 verification failed, 5 measured peak over the budget,
+// 70 internal error (sysexits' EX_SOFTWARE).
 constexpr int kBadInputExit = 1;
 constexpr int kUsageExit = 2;
 constexpr int kInfeasibleBudgetExit = 3;
 constexpr int kVerificationFailedExit = 4;
+constexpr int kBudgetExceededExit = 5;
 constexpr int kInternalExit = 70;
 
 int exitCodeOf(acprof::ErrorKind kind) {
@@ -28,6 +30,7 @@ int exitCodeOf(acprof::ErrorKind kind) {
     case acprof::ErrorKind::BadInput: return kBadInputExit;
     case acprof::ErrorKind::InfeasibleBudget: return kInfeasibleBudgetExit;
     case acprof::ErrorKind::VerificationFailed: return kVerificationFailedExit;
+    case acprof::ErrorKind::BudgetExceeded: return kBudgetExceededExit;
   }
   return kInternalExit;
 }

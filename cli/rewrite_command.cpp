@@ -1,7 +1,7 @@
 // acprof rewrite: apply a plan to its model, verify, re-profile, report.
 #include <unistd.h>
-#include "acprof/error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "acprof/error.h"
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
 #include "acprof/rewriter.h"
@@ -179,6 +180,18 @@ void runRewrite(const RewriteArgs& args) {
               << "\n";
   }
   std::cout << fmt::format("wrote {}, {}, {}\n", before_path, after_path, html_path);
+  // The budget is what the user must fit in. The rewrite is correct and its
+  // report shows where the peak is, so the files stay; the exit code says the
+  // promise failed, with the budget that the same overshoot would still fit.
+  const int64_t over = after.summary.peak_bytes - plan.budget_bytes;
+  if (over > 0)
+    throw Error(ErrorKind::BudgetExceeded,
+                fmt::format("the rewritten model peaked at {} ({} B), {} over the plan's budget of {} (predicted {}); "
+                            "the model and report are written: plan again with --budget {} and report this "
+                            "profile and plan, as the prediction missed",
+                            formatBytes(after.summary.peak_bytes), after.summary.peak_bytes, formatBytes(over),
+                            formatBytes(plan.budget_bytes), formatBytes(plan.predicted_peak_bytes),
+                            std::max<int64_t>(plan.budget_bytes - over, 1)));
 }
 
 }  // namespace

@@ -269,6 +269,32 @@ TEST(RewriteRefusals, APlanEditedToANodeTheModelDoesNotHaveIsOneLineAndWritesNot
   if (!HasFailure()) fs::remove_all(directory);
 }
 
+// A rewrite measured above its plan's budget breaks the promise: exit code 5
+// and one line that names both peaks and the budget to plan with instead,
+// while the model and the report (correct, and where the peak is shown) stay.
+// The budget is lowered by hand below the prediction, which the simulator
+// meets to the byte on this model, so the measured peak is above it.
+TEST(RewriteBudget, AMeasuredPeakOverTheBudgetIsExitFiveWithTheFilesKept) {
+  const fs::path directory = profiledAndPlanned("acprof_over_budget", "mlp_traced.pt");
+  ASSERT_EQ(runIn(directory, "plan --budget 95%").exit_code, 0);
+  Plan plan = readPlanFile((directory / "plan.json").string());
+  ASSERT_FALSE(plan.segments.empty());
+  plan.budget_bytes = plan.predicted_peak_bytes - 4096;
+  writePlanFile(plan, (directory / "plan.json").string());
+
+  const CommandResult rewritten = runIn(directory, "rewrite --time-rounds 0");
+  EXPECT_EQ(rewritten.exit_code, 5) << "exit code 5: budget exceeded\n" << outputOf(rewritten);
+  EXPECT_EQ(lineCount(rewritten.err), 1) << rewritten.err;
+  EXPECT_NE(rewritten.err.find(fmt::format("over the plan's budget of {}", formatBytes(plan.budget_bytes))),
+            std::string::npos)
+      << rewritten.err;
+  EXPECT_NE(rewritten.err.find("plan again with --budget"), std::string::npos) << rewritten.err;
+  EXPECT_NE(rewritten.out.find("bit for bit"), std::string::npos) << rewritten.out;
+  EXPECT_TRUE(fs::exists(directory / "model.ckpt.pt"));
+  EXPECT_TRUE(fs::exists(directory / "report.html"));
+  if (!HasFailure()) fs::remove_all(directory);
+}
+
 // --tolerance takes a finite number, 0 or more: anything else is one line and
 // exit 2 (usage), before any file is read.
 TEST(RewriteTolerance, ABadValueIsOneLineAndAUsageError) {

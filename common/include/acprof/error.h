@@ -15,6 +15,7 @@ enum class ErrorKind {
   BadInput,            // a file, spec, plan or output path the user must fix
   InfeasibleBudget,    // no plan fits the budget; the message names the smallest peak
   VerificationFailed,  // the rewritten model does not train like the original
+  BudgetExceeded,      // the rewritten model was measured above the plan's budget (its files are kept)
 };
 
 // Text from a file or the command line as it may appear inside a message:
