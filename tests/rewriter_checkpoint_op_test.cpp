@@ -143,6 +143,31 @@ TEST(CheckpointOp, OneTensorPassedTwiceStaysOneObjectInForwardAndRecompute) {
   expectBitwiseEqual(x.grad(), reference_x.grad(), "gradient (the recompute's branch)");
 }
 
+// Only a segment that asks `is` shares one detached tensor between inputs that
+// are one object; the others keep one per input, so the engine adds the uses'
+// gradients in the original order. The question is found inside blocks too.
+TEST(Segment, KnowsWhetherItComparesIdentity) {
+  EXPECT_TRUE(c10::make_intrusive<Segment>(kIdentityBranchSegment, std::vector<int64_t>{})->comparesIdentity());
+  EXPECT_FALSE(c10::make_intrusive<Segment>(kDropoutSegment, std::vector<int64_t>{})->comparesIdentity());
+  const char* nested = R"IR(
+graph(%a : Tensor, %b : Tensor):
+  %c : bool = prim::Constant[value=1]()
+  %y : Tensor = prim::If(%c)
+    block0():
+      %same : bool = aten::__isnot__(%a, %b)
+      %z : Tensor = prim::If(%same)
+        block0():
+          -> (%a)
+        block1():
+          -> (%b)
+      -> (%z)
+    block1():
+      -> (%b)
+  return (%y)
+)IR";
+  EXPECT_TRUE(c10::make_intrusive<Segment>(nested, std::vector<int64_t>{})->comparesIdentity());
+}
+
 TEST(CheckpointOp, DropoutMaskIsActuallyRandom) {
   // Guards the test above: with a different seed the loss differs, so equal
   // gradients there come from replaying the RNG state, not from a constant mask.

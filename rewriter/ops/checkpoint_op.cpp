@@ -22,17 +22,21 @@ constexpr const char* kCudaDevicesKey = "cuda_devices";
 constexpr const char* kAutocastKey = "autocast";
 constexpr const char* kFirstOccurrenceKey = "first_occurrence";
 
-// For each input, the index of the first input that is the same tensor object.
-// A model may pass one tensor as several arguments and branch on it (nn.
-// MultiheadAttention takes its packed projection when `query is key is
-// value`): detaching each argument on its own would make them distinct, so the
-// segment would run another branch than the original, with other kernels,
-// other numerics and other saved tensors. One detached tensor per object keeps
-// `is` true. Views of one storage stay distinct objects, as they were.
-std::vector<int64_t> firstOccurrences(at::TensorList inputs) {
+// For each input, the index of the input whose detached tensor it gets inside
+// the segment. The rewriter gives each use of a tensor its own input, so that
+// the autograd engine adds the gradients of the uses in the order the original
+// model did (bit for bit); each then gets its own detached tensor. But a
+// segment that asks whether two values are one object (nn.MultiheadAttention
+// takes its packed projection when `query is key is value`) would then take
+// another branch than the original, with other kernels, numerics and saved
+// tensors: there, inputs that are one tensor object get one detached tensor,
+// and the recompute adds their gradients itself. Views of one storage stay
+// distinct objects, as they were.
+std::vector<int64_t> firstOccurrences(const Segment& segment, at::TensorList inputs) {
   std::vector<int64_t> first(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     first[i] = static_cast<int64_t>(i);
+    if (!segment.comparesIdentity()) continue;
     for (size_t j = 0; j < i; ++j) {
       if (inputs[j].unsafeGetTensorImpl() == inputs[i].unsafeGetTensorImpl()) {
         first[i] = first[j];
@@ -87,7 +91,7 @@ class NoAutocastCacheScope {
 struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
   static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<Segment> segment, at::TensorList inputs,
                                bool caller_grad_enabled) {
-    const std::vector<int64_t> first = firstOccurrences(inputs);
+    const std::vector<int64_t> first = firstOccurrences(*segment, inputs);
     variable_list saved;
     saved.reserve(inputs.size() + 1);
     for (size_t i = 0; i < inputs.size(); ++i) {

@@ -77,12 +77,24 @@ std::shared_ptr<torch::jit::Graph> parseSegmentGraph(const std::string& graph_ir
   return graph;
 }
 
+bool asksIdentity(const torch::jit::Block* block) {
+  for (const torch::jit::Node* node : block->nodes()) {
+    if (node->kind() == c10::Symbol::fromQualString("aten::__is__") ||
+        node->kind() == c10::Symbol::fromQualString("aten::__isnot__"))
+      return true;
+    for (const torch::jit::Block* sub : node->blocks())
+      if (asksIdentity(sub)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Segment::Segment(std::string graph_ir, std::vector<int64_t> written_inputs)
     : graph_ir_(std::move(graph_ir)),
       written_inputs_(std::move(written_inputs)),
       graph_(parseSegmentGraph(graph_ir_)),
+      compares_identity_(asksIdentity(graph_->block())),
       code_(graph_, "acprof_segment") {
   for (const int64_t index : written_inputs_) {
     TORCH_CHECK(index >= 0 && static_cast<size_t>(index) < graph_->inputs().size(),

@@ -38,6 +38,10 @@ class Segment : public torch::CustomClassHolder {
   const std::string& graphIr() const { return graph_ir_; }
   const std::vector<int64_t>& writtenInputs() const { return written_inputs_; }
   bool writesInput(size_t index) const;
+  // Whether the subgraph asks if two values are one object (aten::__is__,
+  // aten::__isnot__), anywhere in its blocks: then a tensor passed as several
+  // inputs must stay one object inside (acprof::checkpoint).
+  bool comparesIdentity() const { return compares_identity_; }
   size_t inputCount() const;
   size_t outputCount() const;
 
@@ -57,6 +61,7 @@ class Segment : public torch::CustomClassHolder {
   std::string graph_ir_;
   std::vector<int64_t> written_inputs_;
   std::shared_ptr<torch::jit::Graph> graph_;
+  bool compares_identity_ = false;
   torch::jit::Code code_;
 };
 
