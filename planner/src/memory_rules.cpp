@@ -4,6 +4,28 @@
 
 namespace acprof {
 
+namespace {
+
+// A number that enters a segment travels as a 0-dim tensor (the rewriter's
+// NumToTensor, graph_surgery.cpp), which the checkpoint keeps like any input:
+// int64 or double, 8 bytes; a bool, 1. An Optional[Tensor] that is not a
+// module attribute also brings its flag, a bool. Tiny, but a plan at its
+// floor is exact to the byte only with them.
+int64_t numberInputBytes(const Profile& profile, const SegmentBoundary& boundary) {
+  int64_t bytes = 0;
+  for (int v : boundary.inputs) {
+    const GraphValue& value = profile.values[v];
+    if (value.is_tensor || value.entry != ValueEntry::Input) continue;
+    if (value.type == "int" || value.type == "float") bytes += 8;
+    if (value.type == "bool") bytes += 1;
+    const bool attribute = value.producer_node >= 0 && profile.nodes[value.producer_node].kind == "prim::GetAttr";
+    if ((value.type == "Optional[Tensor]" || value.type == "Tensor?") && !attribute) bytes += 1;
+  }
+  return bytes;
+}
+
+}  // namespace
+
 SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   SegmentTiming timing;
   timing.range = range;
@@ -28,8 +50,9 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   timing.forward_end_event = index.stepEndEvent(last_forward_step);
   timing.rng_state_bytes = index.profile.meta.checkpoint_rng_state_bytes;
   timing.kept_state_bytes = timing.rng_state_bytes;
-  for (int v : index.rules.boundary(range.first_node, range.last_node).replayed_inputs)
-    timing.kept_state_bytes += index.profile.values[v].bytes;
+  const SegmentBoundary boundary = index.rules.boundary(range.first_node, range.last_node);
+  for (int v : boundary.replayed_inputs) timing.kept_state_bytes += index.profile.values[v].bytes;
+  timing.kept_state_bytes += numberInputBytes(index.profile, boundary);
   return timing;
 }
 
