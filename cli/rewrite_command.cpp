@@ -73,18 +73,12 @@ std::string verificationLine(const VerificationResult& v) {
                      v.gradients_compared, v.buffers_compared);
 }
 
-// The mode of verification in report.html's words. viz renders profiles and
-// plans only, so the one sentence about verification goes in here.
-std::string withVerificationNote(std::string html, const std::optional<VerificationResult>& v) {
-  std::string note;
-  if (!v) note = "Verification: not verified (--no-verify).";
-  else if (v->tolerance)
-    note = fmt::format("Verification: within tolerance {:g} (max diff {:.3g}).", *v->tolerance, v->maxAbsDiff());
-  else note = "Verification: bit for bit, deterministic algorithms.";
-  const std::string body = "<body>\n";
-  const size_t at = html.find(body);
-  if (at == std::string::npos) return html;
-  return html.insert(at + body.size(), "<p id=\"verification\">" + note + "</p>\n");
+// The mode of verification in report.html's words.
+std::string verificationNote(const std::optional<VerificationResult>& v) {
+  if (!v) return "Verification: not verified (--no-verify).";
+  if (v->tolerance)
+    return fmt::format("Verification: within tolerance {:g} (max diff {:.3g}).", *v->tolerance, v->maxAbsDiff());
+  return "Verification: bit for bit, deterministic algorithms.";
 }
 
 // The plan's extra time against the one measured: both as shares of the
@@ -171,7 +165,7 @@ void runRewrite(const RewriteArgs& args) {
   if (make_report_dir) fs::create_directories(report_dir);
   writeProfileFile(*before, before_path);
   writeProfileFile(after, after_path);
-  writeFileAtomically(html_path, withVerificationNote(renderComparisonHtml(*before, after, &plan), result.verification));
+  writeFileAtomically(html_path, renderComparisonHtml(*before, after, &plan, verificationNote(result.verification)));
   std::cout << peakLine(plan, *before, after) << "\n";
   if (args.time_rounds > 0) {
     if (options.progress) options.progress("timing both models");

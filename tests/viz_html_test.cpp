@@ -209,5 +209,14 @@ TEST(ComparisonHtml, AlignsTheAfterProfilePhaseByPhaseAndOverlaysBothTotals) {
   EXPECT_EQ(after_max, testing::kSmallProfilePeakBytes - 4000);
 }
 
+// The rewrite's verification sentence is part of the page, escaped, and
+// absent when none is given (acprof view compares two profiles unverified).
+TEST(ComparisonHtml, ShowsTheVerificationSentenceItIsGiven) {
+  const Profile profile = testing::smallTrainingProfile();
+  const std::string with = renderComparisonHtml(profile, profile, nullptr, "Verification: <bit> for bit.");
+  EXPECT_NE(with.find("<p id=\"verification\">Verification: &lt;bit&gt; for bit.</p>"), std::string::npos);
+  EXPECT_EQ(renderComparisonHtml(profile, profile).find("id=\"verification\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace acprof

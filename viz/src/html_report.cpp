@@ -57,8 +57,12 @@ std::string renderTimelineHtml(const Profile& profile, const Plan* plan) {
   return htmlPage(viz::timelinePageData(profile, plan), frontierSection(profile, plan));
 }
 
-std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan) {
-  return htmlPage(viz::comparisonPageData(before, after, plan), frontierSection(before, plan));
+std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan,
+                                 const std::string& verification) {
+  std::string section;
+  if (!verification.empty())
+    section = "<p id=\"verification\">" + viz::escapeMarkupText(verification) + "</p>\n";
+  return htmlPage(viz::comparisonPageData(before, after, plan), section + frontierSection(before, plan));
 }
 
 }  // namespace acprof

@@ -36,8 +36,10 @@ std::string renderTimelineHtml(const Profile& profile, const Plan* plan = nullpt
 // aligned phase by phase (the after profile's events are stretched linearly
 // inside each phase onto the before profile's events, so forward lines up with
 // forward and backward with backward). With a plan: budget, prediction,
-// recomputed segments highlighted and the segments table.
-std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan = nullptr);
+// recomputed segments highlighted and the segments table. `verification`: a
+// sentence on how the rewrite was verified, shown under the charts ("" for none).
+std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan = nullptr,
+                                 const std::string& verification = "");
 
 // The same stacked chart as a static SVG image (for docs and papers).
 std::string renderTimelineSvg(const Profile& profile, const Plan* plan = nullptr);
