@@ -366,13 +366,10 @@ class SegmentRefiner {
 
 }  // namespace
 
-// Whether `a` is the better plan for the budget: fitting beats not fitting;
-// between two that fit, less extra time; between two that do not, a lower peak.
+// Whether `a` is the better plan for the budget, in plan_order.h's order.
 bool betterForBudget(const SolverResult& a, const SolverResult& b, int64_t budget_bytes) {
-  const bool a_fits = a.simulation.peak_bytes <= budget_bytes, b_fits = b.simulation.peak_bytes <= budget_bytes;
-  if (a_fits != b_fits) return a_fits;
-  if (a_fits) return a.simulation.extra_time_us < b.simulation.extra_time_us;
-  return a.simulation.peak_bytes < b.simulation.peak_bytes;
+  return betterForBudget(a.simulation.peak_bytes, a.simulation.extra_time_us, b.simulation.peak_bytes,
+                         b.simulation.extra_time_us, budget_bytes);
 }
 
 namespace {
