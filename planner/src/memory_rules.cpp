@@ -19,7 +19,7 @@ int64_t numberInputBytes(const Profile& profile, const SegmentBoundary& boundary
     if (value.type == "int" || value.type == "float") bytes += 8;
     if (value.type == "bool") bytes += 1;
     const bool attribute = value.producer_node >= 0 && profile.nodes[value.producer_node].kind == "prim::GetAttr";
-    if ((value.type == "Optional[Tensor]" || value.type == "Tensor?") && !attribute) bytes += 1;
+    if (value.type == "Optional[Tensor]" && !attribute) bytes += 1;
   }
   return bytes;
 }
