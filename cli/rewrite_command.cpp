@@ -150,6 +150,9 @@ void runRewrite(const RewriteArgs& args) {
     for (const std::string& path : {before_path, after_path, html_path}) checkOutputPath(path, inputs);
   }
 
+  // The profile's training step, for the verification and the timing: read once.
+  const std::optional<StepConfig> step = before ? std::optional(stepConfigOfProfile(before->meta)) : std::nullopt;
+  options.step = step;
   const RewriteResult result = rewriteModelFile(plan, options);
   std::cout << fmt::format("rewrote {} segment(s) of {} into {}\n", result.segment_count, result.model_path,
                            result.output_path);
@@ -169,8 +172,7 @@ void runRewrite(const RewriteArgs& args) {
   std::cout << peakLine(plan, *before, after) << "\n";
   if (args.time_rounds > 0) {
     if (options.progress) options.progress("timing both models");
-    std::cout << timeLine(plan, timeRewrite(result.model_path, result.output_path, stepConfigOfProfile(before->meta),
-                                            args.time_rounds))
+    std::cout << timeLine(plan, timeRewrite(result.model_path, result.output_path, *step, args.time_rounds))
               << "\n";
   }
   std::cout << fmt::format("wrote {}, {}, {}\n", before_path, after_path, html_path);

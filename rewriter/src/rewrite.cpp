@@ -116,7 +116,8 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
   checkOutputPath(result.model_path, result.output_path);
   checkPlanMatchesModel(plan, result.model_path);
   // Read before any work, so a missing profile fails fast.
-  const std::optional<StepConfig> config = options.verify ? std::optional(verificationConfig(plan)) : std::nullopt;
+  std::optional<StepConfig> config;
+  if (options.verify) config = options.step ? *options.step : verificationConfig(plan);
 
   report(options, fmt::format("rewriting {} segment(s) of {}", plan.segments.size(), result.model_path));
   torch::jit::Module module;

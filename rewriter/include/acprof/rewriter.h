@@ -85,6 +85,9 @@ struct RewriteOptions {
   std::string output_path;  // empty: <model stem>.ckpt.pt beside the model
   bool verify = true;  // the rewritten model must then match the original bit for bit
   std::optional<double> tolerance;  // ... or within this absolute difference (verifyRewrite)
+  // The training step to verify with (stepConfigOfProfile of the plan's
+  // profile), for a caller that has read the profile; unset: read it here.
+  std::optional<StepConfig> step;
   std::function<void(const std::string&)> progress;  // optional, one short line per stage
 };
 
