@@ -216,12 +216,15 @@ class LiveBytesCounter : public c10::MemoryReportingInfoBase {
   void reportMemoryUsage(void* ptr, int64_t alloc_size, compat::AllocatorTotal, compat::AllocatorTotal,
                          c10::Device) override {
     live_bytes_ += alloc_size;
+    if (alloc_size > 0) allocated_bytes_ += alloc_size;
   }
   bool memoryProfilingEnabled() const override { return true; }
   int64_t liveBytes() const { return live_bytes_; }
+  int64_t allocatedBytes() const { return allocated_bytes_; }
 
  private:
   int64_t live_bytes_ = 0;
+  int64_t allocated_bytes_ = 0;
 };
 
 // Bytes allocated by `run` and still alive after it returns.
@@ -250,6 +253,79 @@ TEST(CheckpointOp, ForwardKeepsOnlyItsOutputs) {
   // With it: the outputs, plus the saved RNG state (a few KiB), nothing of the segment's insides.
   EXPECT_GE(checkpoint_kept, output_bytes);
   EXPECT_LE(checkpoint_kept, output_bytes + 16 * 1024) << "checkpoint kept " << checkpoint_kept << " bytes";
+}
+
+// %key is made from %memory alone (a transpose of a batch input, as
+// nn.TransformerDecoder's cross-attention does), %y from both; %z reads %m
+// after an in-place write of %x into it, through a view taken before the write;
+// %n is carried through a loop that adds %x to it on every turn.
+const char* kMixedGradSegment = R"IR(
+graph(%x : Tensor, %memory : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %zero : int = prim::Constant[value=0]()
+  %three : int = prim::Constant[value=3]()
+  %true : bool = prim::Constant[value=1]()
+  %key : Tensor = aten::transpose(%memory, %zero, %one)
+  %y : Tensor = aten::mm(%x, %key)
+  %m : Tensor = aten::clone(%memory, %zero)
+  %view : Tensor = aten::select(%m, %zero, %zero)
+  %written : Tensor = aten::add_(%m, %x, %one)
+  %z : Tensor = aten::mul(%view, %three)
+  %start : Tensor = aten::clone(%memory, %zero)
+  %n : Tensor = prim::Loop(%three, %true, %start)
+    block0(%i : int, %carried : Tensor):
+      %next : Tensor = aten::add(%carried, %x, %one)
+      -> (%true, %next)
+  %size : int = aten::size(%x, %zero)
+  %count : Tensor = prim::NumToTensor(%size)
+  return (%key, %y, %z, %n, %count)
+)IR";
+
+TEST(Segment, KnowsWhichOutputsMayNeedGrad) {
+  const Segment segment(kMixedGradSegment, {});
+  EXPECT_EQ(segment.outputsThatMayNeedGrad({true, false}), (std::vector<bool>{false, true, true, true, false}));
+  EXPECT_EQ(segment.outputsThatMayNeedGrad({false, true}), (std::vector<bool>{true, true, true, true, false}));
+  EXPECT_EQ(segment.outputsThatMayNeedGrad({false, false}), (std::vector<bool>(5, false)));
+}
+
+// An output computed only from tensors without grad has no history after the
+// checkpoint either, so a later segment does not differentiate towards it.
+TEST(CheckpointOp, OutputMadeWithoutGradCarriesNoHistory) {
+  const auto segment = c10::make_intrusive<Segment>(kMixedGradSegment, std::vector<int64_t>{});
+  const at::Tensor x = at::randn({4, 4}).requires_grad_();
+  const at::Tensor memory = at::randn({4, 4});
+  const std::vector<at::Tensor> outputs = callCheckpointOp(segment, {x, memory});
+  const std::vector<at::Tensor> reference = segment->run({x, memory});
+  ASSERT_EQ(outputs.size(), reference.size());
+  for (size_t o = 0; o < outputs.size(); ++o)
+    EXPECT_EQ(outputs[o].requires_grad(), reference[o].requires_grad()) << "output " << o;
+}
+
+// Backward gets no gradient for an output the loss does not use; it must not
+// allocate a zero tensor of that output's shape in its place.
+TEST(CheckpointOp, BackwardAllocatesNothingForOutputsWithoutGradient) {
+  const char* ir = R"IR(
+graph(%x : Tensor):
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %y : Tensor = aten::mul(%x, %two)
+  %unused : Tensor = aten::mul(%x, %three)
+  return (%y, %unused)
+)IR";
+  const auto segment = c10::make_intrusive<Segment>(ir, std::vector<int64_t>{});
+  const at::Tensor x = at::randn({512, 512}).requires_grad_();
+  const int64_t tensor_bytes = 512 * 512 * static_cast<int64_t>(sizeof(float));
+  const std::vector<at::Tensor> outputs = callCheckpointOp(segment, {x});
+  const at::Tensor loss = outputs[0].sum();
+  auto counter = std::make_shared<LiveBytesCounter>();
+  {
+    c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, counter);
+    loss.backward();
+  }
+  // The recompute's two outputs and the gradient of x; a zero-filled gradient
+  // for %unused would be a fourth.
+  EXPECT_LT(counter->allocatedBytes(), 3 * tensor_bytes + tensor_bytes / 2)
+      << "backward allocated " << counter->allocatedBytes() << " bytes";
 }
 
 TEST(Segment, PicklesInsideAModuleAndLoadsBack) {

@@ -131,6 +131,21 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
       outputs = segment->run(std::move(detached));
     }
     ctx->save_for_backward(saved);
+    // An output nothing differentiated (a size, a tensor made without grad)
+    // gets no gradient; by default the engine would hand backward a zero
+    // tensor of its shape for each, memory the original model never held.
+    ctx->set_materialize_grads(false);
+    // A Function's outputs all get its history, but in the original model an
+    // output computed only from tensors without grad had none: left with one,
+    // a later checkpoint would differentiate towards it and return a gradient
+    // that this one's input buffer holds until its backward ends.
+    std::vector<bool> input_requires_grad(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) input_requires_grad[i] = caller_grad_enabled && inputs[i].requires_grad();
+    const std::vector<bool> may_need_grad = segment->outputsThatMayNeedGrad(input_requires_grad);
+    variable_list without_grad;
+    for (size_t o = 0; o < outputs.size(); ++o)
+      if (!may_need_grad[o]) without_grad.push_back(outputs[o]);
+    if (!without_grad.empty()) ctx->mark_non_differentiable(without_grad);
     return outputs;
   }
 

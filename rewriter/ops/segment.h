@@ -42,6 +42,12 @@ class Segment : public torch::CustomClassHolder {
   // aten::__isnot__), anywhere in its blocks: then a tensor passed as several
   // inputs must stay one object inside (acprof::checkpoint).
   bool comparesIdentity() const { return compares_identity_; }
+  // For each output, whether it may carry autograd history when the inputs
+  // that require grad are `input_requires_grad`: in the original model an
+  // output computed only from tensors without grad (a transpose of an input
+  // batch) has none, and a checkpoint that gave it one would make the next
+  // segment differentiate towards it and hold that gradient.
+  std::vector<bool> outputsThatMayNeedGrad(const std::vector<bool>& input_requires_grad) const;
   size_t inputCount() const;
   size_t outputCount() const;
 
@@ -62,6 +68,9 @@ class Segment : public torch::CustomClassHolder {
   std::vector<int64_t> written_inputs_;
   std::shared_ptr<torch::jit::Graph> graph_;
   bool compares_identity_ = false;
+  // output_sources_[o][i]: output o may be computed from input i (through any
+  // op, in-place write or alias). Conservative: more sources, never fewer.
+  std::vector<std::vector<bool>> output_sources_;
   torch::jit::Code code_;
 };
 
