@@ -238,6 +238,61 @@ TEST(PlannerSimulator, ResidualSegmentKeepsSkipInputAndCopiesItsOutput) {
   EXPECT_EQ(cut.dropped_tensors, std::vector<int>{h});
 }
 
+// relu -> relu -> cat -> linear, the second relu checkpointed alone. Its
+// output `a` is saved by that relu (for its backward) and read by the cat; the
+// original freed it when ReluBackward released the save. Under the checkpoint
+// nothing saves it in forward, so it dies after the cat's step, unless the
+// profile names another saver (or names none: then the older rule holds it to
+// the recompute).
+Profile reluCatProfile(bool record_saves, bool cat_saves_too) {
+  ProfileBuilder b;
+  b.addStatic(1000, Category::Weight);
+  b.node("aten::relu", {"in"}, {"x0"});
+  const int x0 = b.alloc(100);  // event 0
+  b.node("aten::relu", {"x0"}, {"a"});
+  const int a = b.alloc(100);  // event 1
+  b.readBy(x0, 1);
+  b.node("aten::cat", {"a"}, {"c"});
+  const int c = b.alloc(100);  // event 2
+  b.readBy(a, 2);
+  b.node("aten::linear", {"c"}, {"z"});
+  const int z = b.alloc(100);  // event 3
+  b.readBy(c, 3);
+  b.setCategory(z, Category::Output);
+  b.loss();
+  b.backward(3);
+  const int gc = b.alloc(100);  // event 4
+  b.free(z);                    // event 5
+  b.free(c);                    // event 6
+  b.backward(2);
+  const int ga = b.alloc(100);  // event 7
+  b.free(gc);                   // event 8
+  if (record_saves && cat_saves_too) b.releaseSave(a, 2);
+  b.backward(1);
+  const int gx = b.alloc(100);  // event 9
+  b.free(ga);                   // event 10
+  b.free(a);                    // event 11
+  if (record_saves) b.releaseSave(a, 1);
+  b.backward(0);
+  b.free(gx);  // event 12
+  b.free(x0);  // event 13
+  return b.finish();
+}
+
+TEST(PlannerSimulator, SegmentOutputSavedOnlyInsideDiesAfterItsLastReadOutside) {
+  const std::vector<int64_t> held = Simulator(reluCatProfile(false, false)).liveBytesPerEvent({{1, 1}});
+  const std::vector<int64_t> released = Simulator(reluCatProfile(true, false)).liveBytesPerEvent({{1, 1}});
+  ASSERT_EQ(held.size(), released.size());
+  for (size_t e = 0; e < held.size(); ++e) {
+    // Held to the recompute (before event 9) by the older rule; gone after the
+    // cat's step (event 2) once the saves say only the relu held it.
+    const int64_t expected_gap = e >= 3 && e <= 8 ? 100 : 0;
+    EXPECT_EQ(held[e] - released[e], expected_gap) << "after event " << e;
+  }
+  // A second saver outside the segment keeps it until that one lets go.
+  EXPECT_EQ(Simulator(reluCatProfile(true, true)).liveBytesPerEvent({{1, 1}}), held);
+}
+
 TEST(PlannerSimulator, SegmentProblemsNameTheReason) {
   ProfileBuilder b;
   b.addStatic(1000, Category::Weight);

@@ -64,6 +64,12 @@ class ProfileBuilder {
   int tensorCount() const { return static_cast<int>(profile_.tensors.size()); }
   int64_t bytesOf(int tensor) const { return profile_.tensors[tensor].bytes; }
   void readBy(int tensor, int node) { profile_.tensors[tensor].users.push_back(node); }
+  // Autograd let go, in the current step, of what forward node `node` saved of the tensor.
+  void releaseSave(int tensor, int node) {
+    auto& saved_by = profile_.tensors[tensor].saved_by;
+    if (!saved_by) saved_by.emplace();
+    saved_by->push_back({node, currentStep()});
+  }
   void setCategory(int tensor, Category category) {
     profile_.tensors[tensor].category = category;
     explicit_category_[tensor] = true;

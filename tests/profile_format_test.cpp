@@ -139,6 +139,7 @@ Profile profileWithEveryFieldSet() {
   t.users = {0};
   t.last_forward_use_step = 0;
   t.first_backward_use_step = 1;
+  t.saved_by = {{0, 1}, {-1, -1}};
   Step& s = p.steps[1];
   s.node = 0;
   s.op = "ReluBackward0";
@@ -220,6 +221,7 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
                      &TensorRecord::first_backward_use_step})
     EXPECT_NE(t.*field, plain_tensor.*field);
   EXPECT_NE(t.users, plain_tensor.users);
+  EXPECT_NE(t.saved_by, plain_tensor.saved_by);
   const Step& s = p.steps[1];
   EXPECT_NE(s.index, plain_step.index);
   EXPECT_NE(s.phase, plain_step.phase);
@@ -278,6 +280,7 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
     EXPECT_SAME(tensors[i].users);
     EXPECT_SAME(tensors[i].last_forward_use_step);
     EXPECT_SAME(tensors[i].first_backward_use_step);
+    EXPECT_SAME(tensors[i].saved_by);
   }
   ASSERT_EQ(back.steps.size(), p.steps.size());
   for (size_t i = 0; i < p.steps.size(); ++i) {
@@ -314,6 +317,31 @@ TEST(ProfileFormat, ReservedPeakIsOptionalAndOlderFilesStillRead) {
             std::optional<int64_t>(4096));
   with_reserved.summary.reserved_peak_bytes = -1;
   EXPECT_THROW(profileFromJson(profileToJson(with_reserved), "damaged.json"), FormatError);
+}
+
+// Saved-tensor facts are optional: a profile written before they were
+// recorded reads with none (the planner then keeps its older, safe rule),
+// while a recorded empty list (nothing saved the tensor) stays distinct.
+TEST(ProfileFormat, SavedByIsOptionalAndEmptyIsNotAbsent) {
+  const Profile p = handMadeProfile();
+  ASSERT_FALSE(p.tensors[1].saved_by.has_value());
+  const std::string json = profileToJson(p);
+  EXPECT_EQ(json.find("saved_by"), std::string::npos) << "absent facts are written";
+  EXPECT_FALSE(profileFromJson(json, "old.json").tensors[1].saved_by.has_value());
+
+  Profile recorded = handMadeProfile();
+  recorded.tensors[1].saved_by.emplace();
+  const Profile back = profileFromJson(profileToJson(recorded), "new.json");
+  ASSERT_TRUE(back.tensors[1].saved_by.has_value());
+  EXPECT_TRUE(back.tensors[1].saved_by->empty());
+
+  recorded.tensors[1].saved_by = {{7, 1}};  // the hand-made profile has one node
+  try {
+    profileFromJson(profileToJson(recorded), "edited.json");
+    ADD_FAILURE() << "accepted a save by a node the profile does not have";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 1 is saved by node 7"), std::string::npos) << e.what();
+  }
 }
 
 // Profiles written before ForwardNode::backward_time_us was dropped (a copy of
@@ -407,6 +435,7 @@ TEST(ProfileFormat, RejectsStepIndicesPastTheLastStep) {
       {[](Profile& p) { p.tensors[1].last_forward_use_step = 2; }, "tensor 1 has last forward use at step 2"},
       {[](Profile& p) { p.tensors[1].first_backward_use_step = 2; }, "tensor 1 has first backward use at step 2"},
       {[](Profile& p) { p.tensors[2].free_step = -2; }, "tensor 2 has free step -2"},
+      {[](Profile& p) { p.tensors[1].saved_by = {{0, 2}}; }, "tensor 1 has release by a saving node at step 2"},
       {[](Profile& p) { p.summary.peak_step = 2; }, "the summary has peak step 2"},
   };
   ASSERT_EQ(handMadeProfile().steps.size(), 2u);

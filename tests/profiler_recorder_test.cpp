@@ -2,6 +2,7 @@
 // from the architecture, or from the allocator's own counters.
 #include "acprof/recorder.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -35,6 +36,34 @@ TEST(Recorder, MlpCategoriesEqualHandComputedSizes) {
   EXPECT_EQ(bytesIn(p, Category::Activation), 4 * kBatch * 256 * kFloat);
   // The logits and the scalar loss.
   EXPECT_EQ(bytesIn(p, Category::Output), kBatch * 10 * kFloat + kFloat);
+}
+
+// Autograd's saves, as the recorder saw them: each ReLU output is saved twice,
+// by the ReLU (its result) and by the next linear layer (its input), and each
+// save is released by backward; the later release is what freed it.
+TEST(Recorder, MlpReluOutputsAreSavedByTheirReluAndTheNextLinear) {
+  const Profile p = profileOf("mlp_traced.pt");
+  int activations = 0;
+  for (const TensorRecord& t : p.tensors) {
+    if (t.category != Category::Activation) continue;
+    ++activations;
+    ASSERT_TRUE(t.saved_by.has_value()) << t.name;
+    ASSERT_EQ(t.saved_by->size(), 2u) << t.name;
+    std::set<int> savers;
+    int last_release = -1;
+    for (const TensorRecord::SavedBy& by : *t.saved_by) {
+      savers.insert(by.node);
+      ASSERT_GE(by.release_step, 0) << t.name;
+      EXPECT_EQ(p.steps[by.release_step].phase, Phase::Backward) << t.name;
+      last_release = std::max(last_release, by.release_step);
+    }
+    EXPECT_TRUE(savers.count(t.producer_node)) << t.name << " not saved by its ReLU";
+    ASSERT_EQ(savers.size(), 2u) << t.name;
+    const int reader = *savers.begin() == t.producer_node ? *savers.rbegin() : *savers.begin();
+    EXPECT_TRUE(std::count(t.users.begin(), t.users.end(), reader)) << t.name << " saved by node " << reader;
+    EXPECT_EQ(last_release, t.free_step) << t.name;
+  }
+  EXPECT_EQ(activations, 4);
 }
 
 class EveryReferenceModel : public ::testing::TestWithParam<std::string> {};
@@ -72,6 +101,15 @@ TEST_P(EveryReferenceModel, NodesThatSaveTensorsAreLinkedToTheirBackwardWork) {
     std::set<int> related(t.users.begin(), t.users.end());
     related.insert(t.producer_node);
     EXPECT_TRUE(related.count(releaser)) << t.name << " freed by " << p.steps[t.free_step].op;
+    // The saves the recorder saw say the same: one was released where it was
+    // freed, and each was made by its maker, a reader, or the loss.
+    ASSERT_TRUE(t.saved_by.has_value()) << t.name;
+    bool released_at_free = false;
+    for (const TensorRecord::SavedBy& by : *t.saved_by) {
+      released_at_free = released_at_free || by.release_step == t.free_step;
+      EXPECT_TRUE(by.node == -1 || related.count(by.node)) << t.name << " saved by node " << by.node;
+    }
+    EXPECT_TRUE(released_at_free) << t.name << " freed at step " << t.free_step << " by no release of a save";
   }
   EXPECT_GT(activations, 0);
   for (const ForwardNode& n : p.nodes)

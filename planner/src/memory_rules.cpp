@@ -1,6 +1,7 @@
 #include "memory_rules.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace acprof {
 
@@ -22,6 +23,38 @@ int64_t numberInputBytes(const Profile& profile, const SegmentBoundary& boundary
     if (value.type == "Optional[Tensor]" && !attribute) bytes += 1;
   }
   return bytes;
+}
+
+// Where the forward life of a segment output ends when what freed it in the
+// original was autograd letting go of it (its last save released at its free
+// step): the checkpoint's forward saves nothing, so only the saves by nodes
+// outside any segment and the reads after the segment still hold it. A save by
+// a node of another segment is that checkpoint's input, which the reads rule
+// keeps. Without saved-tensor facts, or with a holder the profile does not
+// name, it lives to the recompute as before (kNoEarlierEnd).
+constexpr int kNoEarlierEnd = std::numeric_limits<int>::max();
+
+int outputEndLeaf(const ProfileIndex& index, const TensorRecord& t, const SegmentTiming& own,
+                  const DecisionView& decision) {
+  if (!t.saved_by) return kNoEarlierEnd;
+  bool released_at_free = false;
+  for (const TensorRecord::SavedBy& by : *t.saved_by) {
+    if (by.release_step < 0) return kNoEarlierEnd;
+    released_at_free = released_at_free || by.release_step == t.free_step;
+  }
+  if (!released_at_free) return kNoEarlierEnd;
+  int end_event = t.alloc_event + 1;
+  for (int user : t.users) {
+    const int step = index.profile.nodes[user].forward_step;
+    if (user > own.range.last_node && step >= 0) end_event = std::max(end_event, index.stepEndEvent(step));
+  }
+  for (const TensorRecord::SavedBy& by : *t.saved_by) {
+    const bool inside_own = by.node >= own.range.first_node && by.node <= own.range.last_node;
+    const SegmentTiming* holder = by.node >= 0 ? decision.segmentContaining(by.node) : nullptr;
+    if (inside_own || (holder && holder->has_backward)) continue;
+    end_event = std::max(end_event, index.stepEndEvent(by.release_step));
+  }
+  return blockLeaf(end_event);
 }
 
 }  // namespace
@@ -127,7 +160,7 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
     switch (insideRole(index, tensor, *own)) {
       case InsideRole::Output:
         if (t.free_step >= own->first_backward_step && t.free_step <= own->last_backward_step)
-          life.end_leaf = blockLeaf(own->recompute_event);
+          life.end_leaf = std::min(blockLeaf(own->recompute_event), outputEndLeaf(index, t, *own, decision));
         break;
       case InsideRole::Temporary:
         copy.end_leaf = copy.begin_leaf;  // lives only inside the block

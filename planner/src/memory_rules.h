@@ -17,7 +17,10 @@
 // bs, End = just after step be), a tensor t produced inside S is:
 //   - an output if a node after S reads it, it is the model's output, or it
 //     outlives the iteration: forward life unchanged, except that a free inside
-//     [bs, be] moves to R (its downstream holders have let go by then); plus a
+//     [bs, be] moves to R (its downstream holders have let go by then), or
+//     earlier where the profile says autograd's saves freed it (saved_by): to
+//     the later of its last read after S and the release of its last save by a
+//     node in no segment, since S's own nodes save nothing in forward; plus a
 //     copy made by the recompute, alive until End;
 //   - a temporary if it is freed among S's own forward events: unchanged, and
 //     replayed inside the recompute block;

@@ -167,21 +167,28 @@ GraphValue valueFromJson(const json& j, const std::string& where) {
 }
 
 json tensorToJson(const TensorRecord& t) {
-  return json{{"id", t.id},
-              {"bytes", t.bytes},
-              {"shape", t.shape},
-              {"dtype", t.dtype},
-              {"device", t.device},
-              {"category", categoryName(t.category)},
-              {"name", t.name},
-              {"producer_node", t.producer_node},
-              {"alloc_event", t.alloc_event},
-              {"free_event", t.free_event},
-              {"alloc_step", t.alloc_step},
-              {"free_step", t.free_step},
-              {"users", t.users},
-              {"last_forward_use_step", t.last_forward_use_step},
-              {"first_backward_use_step", t.first_backward_use_step}};
+  json out{{"id", t.id},
+           {"bytes", t.bytes},
+           {"shape", t.shape},
+           {"dtype", t.dtype},
+           {"device", t.device},
+           {"category", categoryName(t.category)},
+           {"name", t.name},
+           {"producer_node", t.producer_node},
+           {"alloc_event", t.alloc_event},
+           {"free_event", t.free_event},
+           {"alloc_step", t.alloc_step},
+           {"free_step", t.free_step},
+           {"users", t.users},
+           {"last_forward_use_step", t.last_forward_use_step},
+           {"first_backward_use_step", t.first_backward_use_step}};
+  if (t.saved_by) {
+    json saved = json::array();
+    for (const TensorRecord::SavedBy& by : *t.saved_by)
+      saved.push_back(json{{"node", by.node}, {"release_step", by.release_step}});
+    out["saved_by"] = std::move(saved);
+  }
+  return out;
 }
 
 TensorRecord tensorFromJson(const json& j, const std::string& where) {
@@ -201,6 +208,11 @@ TensorRecord tensorFromJson(const json& j, const std::string& where) {
   t.users = field<std::vector<int>>(j, "users", where);
   t.last_forward_use_step = field<int>(j, "last_forward_use_step", where);
   t.first_backward_use_step = field<int>(j, "first_backward_use_step", where);
+  if (j.contains("saved_by")) {
+    t.saved_by.emplace();
+    for (const json& by : arrayField(j, "saved_by", where))
+      t.saved_by->push_back({field<int>(by, "node", where), field<int>(by, "release_step", where)});
+  }
   return t;
 }
 
@@ -329,6 +341,12 @@ void validate(const Profile& p, const std::string& where) {
       bad(fmt::format("tensor {} names producer node {}", i, t.producer_node));
     for (int user : t.users)
       if (user < 0 || user >= node_count) bad(fmt::format("tensor {} names user node {}", i, user));
+    if (t.saved_by) {
+      for (const TensorRecord::SavedBy& by : *t.saved_by) {
+        if (by.node < -1 || by.node >= node_count) bad(fmt::format("tensor {} is saved by node {}", i, by.node));
+        checkStep(by.release_step, "release by a saving node at step", i, "tensor");
+      }
+    }
   }
 }
 

@@ -297,10 +297,14 @@ class TensorBook {
   void replay(const IterationRecord& record, const torch::jit::Graph& graph,
               const std::vector<torch::jit::Node*>& nodes) {
     size_t next_observed = 0;
+    size_t next_saved = 0;
     for (size_t e = 0; e < record.events.size(); ++e) {
       for (; next_observed < record.observed.size() && record.observed[next_observed].event_index <= (int)e;
            ++next_observed)
         observe(record.observed[next_observed], nodes);
+      for (; next_saved < record.saved_tensors.size() && record.saved_tensors[next_saved].event_index <= (int)e;
+           ++next_saved)
+        saved(record.saved_tensors[next_saved], record);
       const AllocationEvent& event = record.events[e];
       if (event.delta_bytes > 0) {
         TensorRecord& t = newRecord(event.delta_bytes, static_cast<int>(e));
@@ -322,6 +326,9 @@ class TensorBook {
       }
     }
     for (; next_observed < record.observed.size(); ++next_observed) observe(record.observed[next_observed], nodes);
+    for (; next_saved < record.saved_tensors.size(); ++next_saved) saved(record.saved_tensors[next_saved], record);
+    // Saves still held when the iteration ended (a graph nothing ran backward through).
+    for (const auto& [save_id, save] : open_saves_) profile_.tensors[save.tensor].saved_by->push_back({save.node, -1});
     for (auto& [ptr, id] : live_) ptr_at_end_[id] = ptr;
   }
 
@@ -363,6 +370,7 @@ class TensorBook {
     t.alloc_event = alloc_event;
     t.free_event = -2;  // set when freed, or to event_count after replay
     t.device = profile_.meta.device;
+    t.saved_by.emplace();  // recorded: empty until a save names it
     profile_.tensors.push_back(std::move(t));
     return profile_.tensors.back();
   }
@@ -384,7 +392,30 @@ class TensorBook {
     }
   }
 
+  // A save names the storage live at its pointer and the forward node whose
+  // step made it; its release, the step that let it go.
+  void saved(const SavedTensorEvent& event, const IterationRecord& record) {
+    if (event.storage_ptr) {
+      const auto it = live_.find(event.storage_ptr);
+      if (it == live_.end()) return;  // not a storage this iteration tracks (another device)
+      const StepTiming* step = event.step >= 0 ? &record.steps[event.step] : nullptr;
+      const int node = step && step->phase == Phase::Forward ? step->node : -1;
+      open_saves_[event.save_id] = OpenSave{it->second, node};
+      return;
+    }
+    const auto it = open_saves_.find(event.save_id);
+    if (it == open_saves_.end()) return;  // saved before the iteration
+    profile_.tensors[it->second.tensor].saved_by->push_back({it->second.node, event.step});
+    open_saves_.erase(it);
+  }
+
+  struct OpenSave {
+    int tensor = -1;
+    int node = -1;
+  };
+
   Profile& profile_;
+  std::map<uint64_t, OpenSave> open_saves_;  // ordered: saves left open are listed in save order
   std::unordered_map<const void*, int> live_;
   std::unordered_map<int, const void*> ptr_at_end_;
   std::unordered_map<std::string, int> value_tensor_;

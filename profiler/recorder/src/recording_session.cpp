@@ -81,9 +81,19 @@ RecordingSession::RecordingSession(c10::DeviceType device_type) : device_type_(d
       at::RecordFunctionCallback(&backwardFunctionStarted, &backwardFunctionEnded)
           .needsInputs(false)
           .scopes({at::RecordScope::BACKWARD_FUNCTION}));
+  // Through active(): a graph kept past this session may release its saves later.
+  SavedTensorReport report;
+  report.saved = [](uint64_t id, const void* storage) {
+    if (RecordingSession* session = active()) session->onSavedTensor(id, storage);
+  };
+  report.released = [](uint64_t id) {
+    if (RecordingSession* session = active()) session->onSavedTensor(id, nullptr);
+  };
+  saved_tensor_hooks_ = std::make_unique<SavedTensorHooksScope>(std::move(report));
 }
 
 RecordingSession::~RecordingSession() {
+  saved_tensor_hooks_.reset();
   at::removeCallback(record_function_handle_);
   debug_info_guard_.reset();
   g_active_session.store(nullptr);
@@ -178,6 +188,13 @@ void RecordingSession::onBackwardFunctionEnd(int step) {
   if (gpu_timer_) gpu_timer_->leaveStep();
   std::lock_guard<std::mutex> lock(mutex_);
   if (recording_ && step >= 0 && step < static_cast<int>(current_.steps.size())) current_.steps[step].end_ns = nowNs();
+}
+
+void RecordingSession::onSavedTensor(uint64_t save_id, const void* storage_ptr) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!recording_) return;
+  current_.saved_tensors.push_back(SavedTensorEvent{save_id, storage_ptr, static_cast<int>(current_.steps.size()) - 1,
+                                                    static_cast<int>(current_.events.size())});
 }
 
 int RecordingSession::currentStep() const {

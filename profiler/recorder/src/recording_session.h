@@ -21,6 +21,7 @@
 
 #include "acprof/profile_format.h"
 #include "gpu_kernel_timer.h"
+#include "saved_tensor_hooks.h"
 
 namespace acprof {
 
@@ -57,6 +58,15 @@ struct ObservedValue {
   int event_index = 0;           // number of events recorded before it
 };
 
+// Autograd saved a tensor for backward (storage_ptr set), or let one go (null).
+// A save and its release share save_id.
+struct SavedTensorEvent {
+  uint64_t save_id = 0;
+  const void* storage_ptr = nullptr;
+  int step = -1;                 // the step running when it happened
+  int event_index = 0;           // number of allocation events recorded before it
+};
+
 // How step times were taken: "cpu_wall" (CPU), "cupti_kernels" (CUDA with
 // CUPTI: summed GPU kernel time), "cuda_sync_wall" (CUDA without CUPTI: wall
 // time with the device synchronized at every step boundary).
@@ -65,6 +75,7 @@ struct IterationRecord {
   std::vector<AllocationEvent> events;
   std::vector<StepTiming> steps;
   std::vector<ObservedValue> observed;
+  std::vector<SavedTensorEvent> saved_tensors;
   int64_t end_ns = 0;
 };
 
@@ -91,6 +102,7 @@ class RecordingSession {
   void onObservedValue(int node, int output_index, int list_index, const at::Tensor& value);
   void onBackwardFunctionStart(const char* name, int64_t sequence_nr);
   void onBackwardFunctionEnd(int step);
+  void onSavedTensor(uint64_t save_id, const void* storage_ptr);  // storage_ptr null: released
   int currentStep() const;
 
   // The session that the hooks report to, or null.
@@ -109,6 +121,7 @@ class RecordingSession {
   bool main_thread_in_step_ = false;
   std::unique_ptr<c10::DebugInfoGuard> debug_info_guard_;
   at::CallbackHandle record_function_handle_ = 0;
+  std::unique_ptr<SavedTensorHooksScope> saved_tensor_hooks_;
 };
 
 int64_t nowNs();

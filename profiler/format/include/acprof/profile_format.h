@@ -131,6 +131,20 @@ struct TensorRecord {
   std::vector<int> users;             // forward nodes that read a value on this storage
   int last_forward_use_step = -1;     // last forward step that reads it, -1 if none
   int first_backward_use_step = -1;   // first backward step of a node that produced or read it
+  // What autograd saved it for backward: the forward node whose step saved it
+  // (-1: the loss or anything outside the graph's top-level nodes) and the step
+  // that released it (-1: still saved when the iteration ended). A tensor saved
+  // only by nodes a checkpoint takes over is no longer held by them, so the
+  // planner can tell when a segment's output really dies. nullopt: the profile
+  // does not say (written before this was recorded); empty: nothing saved it.
+  struct SavedBy {
+    int node = -1;
+    int release_step = -1;
+    friend bool operator==(const SavedBy& a, const SavedBy& b) {
+      return a.node == b.node && a.release_step == b.release_step;
+    }
+  };
+  std::optional<std::vector<SavedBy>> saved_by;
 };
 
 struct Step {
