@@ -521,6 +521,8 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--max-step-seconds", type=float, default=60.0,
                         help="skip models whose training step takes longer on this CPU (default 60)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="limit of one command, seconds (default 3600)")
+    parser.add_argument("--no-skips", action="store_true",
+                        help="a skipped model, or a selection of none, is a failure too (for a fixed test subset)")
     args = parser.parse_args(argv)
     args.jobs = max(1, args.jobs)
     args.results = os.path.abspath(args.results)
@@ -575,6 +577,11 @@ def main(argv: List[str]) -> int:
     broken = [r["id"] for r in ordered if r["status"] == "broken"]
     log(f"wrote {options.docs}; {len(broken)} of {len(ordered)} model(s) broke a rule" +
         (f": {', '.join(broken)}" if broken else ""))
+    if options.no_skips:
+        skipped = [r["id"] for r in ordered if r["status"] == "skipped"]
+        if skipped or not ordered:
+            log("--no-skips: " + (f"skipped {', '.join(skipped)}" if skipped else "the selection names no model"))
+            return 1
     return 1 if broken else 0
 
 
