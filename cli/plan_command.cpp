@@ -18,7 +18,7 @@ namespace {
 struct PlanArgs {
   std::string profile_path = "profile.json";
   std::string budget;
-  std::string solver = "mu-two";
+  std::string solver = "auto";
   double time_limit_s = kDefaultSearchSeconds;
   std::string output = "plan.json";
   bool sweep = false;

@@ -80,7 +80,7 @@ TEST(PlannerSolver, UnknownSolverIsAnError) {
     EXPECT_EQ(e.kind(), ErrorKind::Usage);
     const std::string message = e.what();
     EXPECT_NE(message.find("'magic'"), std::string::npos) << message;
-    for (const char* name : {"mu-two", "auto", "refined", "optimal", "chen", "none"})
+    for (const char* name : {"auto", "mu-two", "refined", "optimal", "chen", "none"})
       EXPECT_NE(message.find(name), std::string::npos) << name << " missing from: " << message;
   }
 }
@@ -93,7 +93,7 @@ TEST(PlannerSolver, UnknownSolverIsAnError) {
 TEST(PlannerSolver, EveryTableNameRunsTheStrategyItNames) {
   const Profile p = chainProfile(4, 100, {10, 1, 1, 10});
   const Simulator simulator(p);
-  ASSERT_EQ(solverNames(), (std::vector<std::string>{"mu-two", "auto", "refined", "optimal", "chen", "none"}));
+  ASSERT_EQ(solverNames(), (std::vector<std::string>{"auto", "mu-two", "refined", "optimal", "chen", "none"}));
   const std::map<std::string, RecomputeDecision> decisions = {{"auto", {{0, 1}}},
                                                               {"mu-two", {{0, 1}}},
                                                               {"refined", {{0, 1}}},
@@ -339,7 +339,7 @@ TEST(PlannerSolverOptimal, RefiningLowersMuTwosFloorWhereItStalls) {
   EXPECT_GT(lowered, 0);
 }
 
-// auto takes mu-two's plan wherever it meets the budget, and refined's
+// The default takes mu-two's plan wherever it meets the budget, and refined's
 // below mu-two's floor, where the budget would otherwise be refused; the
 // result names the strategy that made it.
 TEST(PlannerSolverOptimal, AutoIsMuTwoWhereItFitsAndRefinedBelowItsFloor) {

@@ -402,7 +402,7 @@ TEST_P(InfeasibleBudgets, SayWhatTheFloorIsAndWriteNothing) {
   const CommandResult planned = runIn(directory, "plan --budget " + GetParam().budget);
   EXPECT_EQ(planned.exit_code, 3) << "exit code 3: infeasible budget\n" << outputOf(planned);
   EXPECT_EQ(lineCount(planned.err), 1) << planned.err;
-  EXPECT_NE(planned.err.find("smallest peak the mu-two solver reached"), std::string::npos) << planned.err;
+  EXPECT_NE(planned.err.find("smallest peak the refined solver reached"), std::string::npos) << planned.err;
   EXPECT_FALSE(fs::exists(directory / "plan.json"));
 
   PlanRequest request;

@@ -50,8 +50,8 @@ std::string namesAsChoice() {
 
 const std::vector<SolverEntry>& solverTable() {
   static const std::vector<SolverEntry> table = {
-      {"mu-two", "default, greedy", withoutTimeLimit<solveMuTwo>},
-      {"auto", "mu-two, refined where mu-two misses the budget", withoutTimeLimit<solveAuto>},
+      {"auto", "default: mu-two, refined where mu-two misses the budget", withoutTimeLimit<solveAuto>},
+      {"mu-two", "greedy", withoutTimeLimit<solveMuTwo>},
       {"refined", "mu-two + local and windowed exact search", withoutTimeLimit<solveRefined>},
       {"optimal", "exhaustive search, small graphs", solveOptimal},
       {"chen", "sqrt(n) segments", withoutTimeLimit<solveChen>},

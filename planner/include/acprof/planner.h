@@ -2,7 +2,7 @@
 //
 // Torch-free. It simulates what checkpointing node ranges of the forward graph
 // does to the memory timeline (acprof/simulator.h), lets a solver choose the
-// ranges (acprof/solver.h: mu-two by default, auto, refined, optimal, chen, none), and writes down the
+// ranges (acprof/solver.h: auto by default, mu-two, refined, optimal, chen, none), and writes down the
 // choice with its predicted peak, timeline and extra time (acprof/plan_format.h).
 // Guarantees: the empty decision reproduces the profile's timeline exactly; no
 // plan predicts a peak above the no-recompute peak; a plan is written only when
@@ -26,7 +26,7 @@ namespace acprof {
 struct PlanRequest {
   std::string profile_path;   // recorded in the plan
   std::string budget_text;    // as typed: "6GB", "60%"
-  std::string solver = "mu-two";
+  std::string solver = "auto";
   double time_limit_s = kDefaultSearchSeconds;  // for --solver optimal
 };
 
@@ -46,7 +46,7 @@ Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, in
 // segments and per-block checkpointing (one segment per child of an
 // nn.Sequential / nn.ModuleList, found from the module scopes, as users
 // place torch.utils.checkpoint by hand).
-std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, const std::string& solver = "mu-two",
+std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, const std::string& solver = "auto",
                                               int budget_count = 16);
 
 // The frontier as a table: peak, saving against the highest point (no

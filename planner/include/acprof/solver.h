@@ -64,11 +64,9 @@ SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes);
 // graphs where mu-two takes milliseconds.
 SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes);
 
-// mu-two's plan where it meets the budget, refined's where it does not: a
-// budget mu-two can meet costs its milliseconds only; below mu-two's floor,
-// refined reaches lower peaks (docs/solvers.md) instead of a refusal. Not the
-// default: refined's plans can cut a segment where an output is kept only by
-// nodes inside it, which the simulator over-predicts (README, "Solvers").
+// The default: mu-two's plan where it meets the budget, refined's where it does
+// not. A budget mu-two can meet costs its milliseconds only; below mu-two's
+// floor, refined reaches lower peaks (docs/solvers.md) instead of a refusal.
 SolverResult solveAuto(const Simulator& simulator, int64_t budget_bytes);
 
 // The exact solver: the least extra time under the budget (the lowest peak,
