@@ -203,8 +203,9 @@ inline Profile chainProfile(int n, int64_t activation_bytes, const std::vector<d
 // with a prim::Constant before each block (a node that never runs). Activation
 // sizes and forward times vary with `seed`; weights are 1/20 of the activations.
 // Backward runs the nodes in reverse: each allocates the gradients of its inputs
-// (once per tensor), frees its output's gradient, then its own saved output.
-inline Profile residualNetworkProfile(int blocks, uint32_t seed) {
+// (once per tensor), frees its output's gradient, then its own saved output;
+// with `record_saves`, the profile says so (saved_by: its own node saved it).
+inline Profile residualNetworkProfile(int blocks, uint32_t seed, bool record_saves = false) {
   std::mt19937 random(seed);
   std::uniform_int_distribution<int> size_steps(1, 16);
   std::uniform_real_distribution<double> jitter(0.5, 1.5);
@@ -251,6 +252,7 @@ inline Profile residualNetworkProfile(int blocks, uint32_t seed) {
     for (int t : it->inputs)
       if (t != input && gradient_of[t] < 0) gradient_of[t] = b.alloc(b.bytesOf(t));
     if (gradient_of[it->tensor] >= 0) b.free(gradient_of[it->tensor]);
+    if (record_saves) b.releaseSave(it->tensor, it->node);
     b.free(it->tensor);
   }
   return b.finish();
