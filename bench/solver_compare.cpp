@@ -1,17 +1,18 @@
-// mu-two against the exact solver and Chen on real profiles, side by side in
-// one process: per profile and budget (80 %, 60 %, 40 % of the profiled peak,
-// and each solver's own floor, planned again with the floor as the budget so
-// that the time is the least that reaches it), the predicted peak, the
-// predicted extra time and the planning time. The greedy alone (mu-two without its refining moves)
-// is shown too, so what the moves buy is visible.
+// The solvers side by side on real profiles, in one process: per profile, each
+// solver's floor (the lowest peak it reaches, planned again with that peak as
+// the budget so the time is the least that reaches it) with the share of the
+// removable bytes it removes, and at 60 % of the profiled peak the predicted
+// extra time and the planning time.
 //
 //   acprof_solver_compare [--time-limit S] profile.json...
 //
-// Prints a Markdown table (docs/solvers.md is its output on the reference models).
+// Prints the Markdown table of docs/solvers.md. A profile named profile.json
+// is listed under its directory's name, any other under its file name.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,6 +26,31 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+std::string rowName(const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.filename() == "profile.json" && p.has_parent_path()) return p.parent_path().filename().string();
+  return p.stem().string();
+}
+
+// Bytes no recompute can remove: weights, gradients, optimizer state and inputs at the peak.
+int64_t fixedBytesAtPeak(const acprof::Profile& profile) {
+  const auto& b = profile.summary.peak_breakdown;
+  return b[static_cast<int>(acprof::Category::Weight)] + b[static_cast<int>(acprof::Category::Gradient)] +
+         b[static_cast<int>(acprof::Category::OptimizerState)] + b[static_cast<int>(acprof::Category::Input)];
+}
+
+std::string joined(const std::vector<std::string>& cells) {
+  std::string out;
+  for (size_t i = 0; i < cells.size(); ++i) out += (i ? " · " : "") + cells[i];
+  return out;
+}
+
+std::string format(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
 
 }  // namespace
 
@@ -48,36 +74,40 @@ int main(int argc, char** argv) {
       {"optimal", [&](const acprof::Simulator& s, int64_t b) { return acprof::solveOptimal(s, b, time_limit_s); }},
       {"chen", acprof::solveChen},
   };
-  std::printf("| profile | compute nodes | budget | solver | peak MiB | extra time ms | plan s | note |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::printf("| model | compute nodes | baseline MiB | floor MiB (removable removed): mu-two · refined · optimal · chen "
+              "| extra ms at 60 %%: mu-two · refined · optimal · chen | plan s at 60 %%: mu-two · refined · optimal |\n");
+  std::printf("|---|---|---|---|---|---|\n");
   for (const std::string& path : paths) {
     const acprof::Profile profile = acprof::readProfileFile(path);
     const acprof::Simulator simulator(profile);
     const int64_t baseline = simulator.simulate({}).peak_bytes;
+    const int64_t removable = baseline - fixedBytesAtPeak(profile);
     int compute_nodes = 0;
     for (const acprof::ForwardNode& n : profile.nodes) compute_nodes += n.role == acprof::CutRole::Compute;
-    for (double fraction : {0.8, 0.6, 0.4, 0.0}) {
-      // Budget 0 asks each solver for the lowest peak it can reach: its floor.
-      const int64_t budget = static_cast<int64_t>(fraction * static_cast<double>(baseline));
-      const std::string budget_text = fraction > 0 ? std::to_string(static_cast<int>(100 * fraction)) + " %" : "floor";
-      for (const auto& [name, solve] : solvers) {
-        const auto start = std::chrono::steady_clock::now();
-        acprof::SolverResult r = solve(simulator, budget);
-        if (fraction == 0) {
-          // At the floor as at any budget: the least time that reaches it
-          // (what 'acprof plan --budget <floor>' returns).
-          acprof::SolverResult at_floor = solve(simulator, r.simulation.peak_bytes);
-          if (at_floor.simulation.peak_bytes <= r.simulation.peak_bytes) r = std::move(at_floor);
-        }
-        const double seconds = secondsSince(start);
-        std::string note;
-        if (fraction > 0 && r.simulation.peak_bytes > budget) note = "does not fit";
-        if (r.search.searched) note += std::string(note.empty() ? "" : "; ") + (r.search.proven_optimal ? "proven" : "not proven");
-        std::printf("| %s | %d | %s | %s | %.2f | %.2f | %.3f | %s |\n", path.c_str(), compute_nodes,
-                    budget_text.c_str(), name, mib(r.simulation.peak_bytes), r.simulation.extra_time_us / 1000.0,
-                    seconds, note.c_str());
-      }
+    const auto budget60 = static_cast<int64_t>(0.6 * static_cast<double>(baseline));
+    std::vector<std::string> floors, times, seconds;
+    for (const auto& [name, solve] : solvers) {
+      // Budget 0 asks for the lowest peak the solver reaches; the least time
+      // that reaches it is what 'acprof plan --budget <floor>' returns.
+      acprof::SolverResult floor = solve(simulator, 0);
+      acprof::SolverResult at_floor = solve(simulator, floor.simulation.peak_bytes);
+      if (at_floor.simulation.peak_bytes <= floor.simulation.peak_bytes) floor = std::move(at_floor);
+      const double removed = removable > 0 ? 100.0 * static_cast<double>(baseline - floor.simulation.peak_bytes) /
+                                                 static_cast<double>(removable)
+                                           : 0.0;
+      std::string cell = format("%.2f", mib(floor.simulation.peak_bytes)) + format(" (%.0f %%)", removed);
+      if (floor.search.searched && floor.search.proven_optimal) cell += " (proven)";
+      floors.push_back(cell);
+      const auto start = std::chrono::steady_clock::now();
+      const acprof::SolverResult at60 = solve(simulator, budget60);
+      const double plan_seconds = secondsSince(start);
+      times.push_back(at60.simulation.peak_bytes <= budget60 ? format("%.1f", at60.simulation.extra_time_us / 1000.0)
+                                                              : "—");
+      if (std::strcmp(name, "chen") != 0) seconds.push_back(format("%.2f", plan_seconds));
     }
+    std::printf("| %s | %d | %.2f | %s | %s | %s |\n", rowName(path).c_str(), compute_nodes, mib(baseline),
+                joined(floors).c_str(), joined(times).c_str(), joined(seconds).c_str());
+    std::fflush(stdout);
   }
   return 0;
 }
