@@ -421,7 +421,39 @@ def failure_lines(record: Dict) -> List[str]:
     return lines
 
 
-def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, jobs: int) -> None:
+CATEGORY_WORDS = {"weight": "weights", "gradient": "gradients", "optimizer_state": "optimizer state",
+                  "input": "inputs", "activation": "activations", "temporary": "temporaries", "output": "outputs"}
+
+
+def floor_peak_reason(results: str, record: Dict) -> str:
+    """Why the floor is where it is, from the floor plan's breakdown of its predicted peak:
+    the op at the peak and what is live there. "" when the plan predates the breakdown."""
+    work_dir = os.path.join(results, record["id"])
+    try:
+        plan = read_json(os.path.join(work_dir, "plan_floor.json"))
+        steps = read_json(os.path.join(work_dir, "profile.json"))["steps"]
+    except (OSError, ValueError):
+        return ""
+    breakdown = plan.get("predicted_peak_breakdown")
+    step = plan.get("predicted_peak_step", -1)
+    if breakdown is None or not 0 <= step < len(steps):
+        return ""
+    live = ", ".join(f"{CATEGORY_WORDS[c]} {format_bytes(b)}" for c, b in breakdown.items() if b > 0)
+    where = f"`{steps[step]['op']}` ({steps[step]['phase']}{', ' + steps[step]['scope'] if steps[step]['scope'] else ''})"
+    removable_left = breakdown["activation"] + breakdown["temporary"] + breakdown["output"]
+    if removable_left == 0:
+        cause = "nothing recompute could remove is live there"
+    elif breakdown["temporary"] * 2 >= removable_left:
+        cause = "mostly memory the op allocates and frees itself (a workspace), which no recompute removes"
+    elif breakdown["activation"] * 2 >= removable_left:
+        cause = ("mostly activations no legal segment drops there: segment inputs and outputs, and values saved "
+                 "for backward across every cut")
+    else:
+        cause = "mostly the model's outputs and the loss, which are not recomputed"
+    return f"floor's peak in {where}: {live}; {cause}"
+
+
+def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, jobs: int, results: str) -> None:
     ran = [r for r in records if r["status"] != "skipped"]
     broken = [r for r in ran if r["status"] != "ok"]
     skipped = [r for r in records if r["status"] == "skipped"]
@@ -467,6 +499,7 @@ def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, j
     lines += ["", f"## Removed at the floor below {REMOVABLE_SHARE_GOAL:.0%}", ""]
     lines += [f"- `{r['id']}`: {format_percent(r['removed_share'])} of {format_bytes(r['removable_bytes'])} removable "
               f"(peak {format_bytes(r['profile']['peak_bytes'])}, floor {format_bytes(r['floor_bytes'])})"
+              + (f". {reason[0].upper()}{reason[1:]}" if (reason := floor_peak_reason(results, r)) else "")
               for r in low] or ["None."]
 
     lines += ["", "## Skipped", ""]
@@ -573,7 +606,7 @@ def main(argv: List[str]) -> int:
     selection = f"--only {options.only!r}" if options.only else "all models"
     if options.limit is not None:
         selection += f", --limit {options.limit}"
-    write_docs(options.docs, ordered, catalogue, selection, options.jobs)
+    write_docs(options.docs, ordered, catalogue, selection, options.jobs, options.results)
     broken = [r["id"] for r in ordered if r["status"] == "broken"]
     log(f"wrote {options.docs}; {len(broken)} of {len(ordered)} model(s) broke a rule" +
         (f": {', '.join(broken)}" if broken else ""))

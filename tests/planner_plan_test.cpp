@@ -52,8 +52,39 @@ TEST(PlannerPlan, PlanRecordsTheDecisionAndItsPrediction) {
   // runs backward from its last node.
   EXPECT_EQ(cut.recompute_step, p.nodes[1].backward_steps.front());
   EXPECT_EQ(plan.predicted_timeline.size(), p.steps.size() + 1);  // + the recompute before step 7
+  // At the peak (node 2's backward, step 5): the 1000 B of weights, a1 and a2 (a0 is dropped), the output a3
+  // and the gradient of a2 (that node 2's backward made) are what is live.
+  ASSERT_TRUE(plan.predicted_peak_breakdown.has_value());
+  const CategoryBytes& at_peak = *plan.predicted_peak_breakdown;
+  EXPECT_EQ(at_peak[static_cast<int>(Category::Weight)], 1000);
+  EXPECT_EQ(at_peak[static_cast<int>(Category::Output)], 100);
+  EXPECT_EQ(at_peak[static_cast<int>(Category::Activation)] + at_peak[static_cast<int>(Category::Temporary)] +
+                at_peak[static_cast<int>(Category::Gradient)],
+            300);
   // The plan survives its own format.
   EXPECT_EQ(planToJson(planFromJson(planToJson(plan), "plan.json")), planToJson(plan));
+}
+
+// The breakdown is optional (plans written before it read as "unknown", not
+// as zero bytes) and, where present, must add up to the predicted peak.
+TEST(PlannerPlan, PeakBreakdownIsOptionalAndAddsUpToThePeak) {
+  const Plan plan = planRecompute(chainWithMeta(), PlanRequest{"p.json", "1450", "mu-two"});
+  Plan without = plan;
+  without.predicted_peak_breakdown.reset();
+  const std::string text = planToJson(without);
+  EXPECT_EQ(text.find("predicted_peak_breakdown"), std::string::npos);
+  EXPECT_FALSE(planFromJson(text, "old.json").predicted_peak_breakdown.has_value());
+  EXPECT_EQ(planSummaryText(without).find("at the peak"), std::string::npos);
+
+  Plan wrong = plan;
+  (*wrong.predicted_peak_breakdown)[static_cast<int>(Category::Weight)] += 1;
+  try {
+    planFromJson(planToJson(wrong), "plan.json");
+    ADD_FAILURE() << "read a breakdown that does not add up to the predicted peak";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("adds up to 1401 B, not to the predicted peak 1400 B"), std::string::npos)
+        << e.what();
+  }
 }
 
 // A plan read with its profile points into it, or is refused in one line:
@@ -107,6 +138,7 @@ TEST(PlannerPlan, SummaryTableShowsSavingAndExtraTime) {
   EXPECT_NE(text.find("100 B (6.7 %)"), std::string::npos) << text;
   EXPECT_NE(text.find("0.011 ms (40.7 %"), std::string::npos) << text;
   EXPECT_NE(text.find("segments        1"), std::string::npos) << text;
+  EXPECT_NE(text.find("at the peak     weight 1000 B"), std::string::npos) << text;
 }
 
 TEST(PlannerPlan, BadBudgetAndInfeasibleBudgetAreErrors) {

@@ -20,6 +20,7 @@ Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, in
   plan.baseline_peak_bytes = simulator.baseline().peak_bytes;
   plan.predicted_peak_bytes = solution.simulation.peak_bytes;
   plan.predicted_peak_step = solution.simulation.peak_step;
+  plan.predicted_peak_breakdown = solution.simulation.peak_breakdown;
   plan.baseline_iteration_time_us = iterationTimeUs(profile);
   plan.extra_time_us = solution.simulation.extra_time_us;
   for (const NodeRange& range : solution.decision) plan.segments.push_back(simulator.describeSegment(range));
@@ -49,6 +50,16 @@ std::string planSummaryText(const Plan& plan) {
                       plan.baseline_peak_bytes);
   text += fmt::format("{:<16}{} ({} B) at step {}\n", "predicted peak", formatBytes(plan.predicted_peak_bytes),
                       plan.predicted_peak_bytes, plan.predicted_peak_step);
+  if (plan.predicted_peak_breakdown) {
+    std::string parts;
+    for (int c = 0; c < kCategoryCount; ++c) {
+      const int64_t bytes = (*plan.predicted_peak_breakdown)[c];
+      if (bytes == 0) continue;
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : " · ", categoryName(static_cast<Category>(c)),
+                           formatBytes(bytes));
+    }
+    text += fmt::format("{:<16}{}\n", "at the peak", parts);
+  }
   text += fmt::format("{:<16}{} ({:.1f} %)\n", "saving", formatBytes(saved), saved_percent);
   text += fmt::format("{:<16}{:.3f} ms ({:.1f} % of a {:.3f} ms iteration)\n", "extra time",
                       plan.extra_time_us / 1000.0, extra_percent, plan.baseline_iteration_time_us / 1000.0);

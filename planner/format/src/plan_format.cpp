@@ -72,6 +72,8 @@ std::string planToJson(const Plan& p) {
             {"extra_time_us", p.extra_time_us},
             {"segments", std::move(segments)},
             {"predicted_timeline", std::move(timeline)}};
+  if (p.predicted_peak_breakdown)
+    root["predicted_peak_breakdown"] = json_fields::categoryBytesToJson(*p.predicted_peak_breakdown);
   if (!p.frontier.empty()) {
     json frontier = json::array();
     for (const FrontierPoint& f : p.frontier)
@@ -111,6 +113,16 @@ Plan planFromJson(const std::string& json_text, const std::string& where) {
   p.baseline_peak_bytes = field<int64_t>(root, "baseline_peak_bytes", where);
   p.predicted_peak_bytes = field<int64_t>(root, "predicted_peak_bytes", where);
   p.predicted_peak_step = field<int>(root, "predicted_peak_step", where);
+  if (root.contains("predicted_peak_breakdown"))
+    p.predicted_peak_breakdown = json_fields::categoryBytesField(root, "predicted_peak_breakdown", {where, kPlanFix});
+  if (p.predicted_peak_breakdown) {
+    int64_t sum = 0;
+    for (int64_t bytes : *p.predicted_peak_breakdown) sum += bytes;
+    if (sum != p.predicted_peak_bytes)
+      throw FormatError(fmt::format("{}: the predicted peak's breakdown adds up to {} B, not to the predicted peak "
+                                    "{} B; re-run 'acprof plan'",
+                                    printable(where), sum, p.predicted_peak_bytes));
+  }
   p.baseline_iteration_time_us = field<double>(root, "baseline_iteration_time_us", where);
   p.extra_time_us = field<double>(root, "extra_time_us", where);
   for (const json& s : json_fields::arrayField(root, "segments", {where, kPlanFix}))

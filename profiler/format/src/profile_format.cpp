@@ -25,12 +25,6 @@ constexpr const char* kPhaseNames[5] = {"setup", "forward", "loss", "backward", 
 constexpr const char* kCutRoleNames[3] = {"compute", "duplicable", "barrier"};
 constexpr const char* kValueEntryNames[4] = {"input", "clone", "constant", "blocked"};
 
-json categoryBytesToJson(const CategoryBytes& bytes) {
-  json out = json::object();
-  for (int i = 0; i < kCategoryCount; ++i) out[kCategoryNames[i]] = bytes[i];
-  return out;
-}
-
 constexpr const char* kProfileFix = "re-run 'acprof profile' to regenerate it";
 
 template <typename T>
@@ -53,12 +47,6 @@ Enum namedField(const json& object, const char* key, const std::string& where,
   } catch (const FormatError& e) {
     throw FormatError(fmt::format("{}: field '{}': {}; {}", printable(where), key, e.what(), kProfileFix));
   }
-}
-
-CategoryBytes categoryBytesFromJson(const json& object, const std::string& where) {
-  CategoryBytes bytes{};
-  for (int i = 0; i < kCategoryCount; ++i) bytes[i] = field<int64_t>(object, kCategoryNames[i], where);
-  return bytes;
 }
 
 json metaToJson(const ProfileMeta& m) {
@@ -226,7 +214,7 @@ json stepToJson(const Step& s) {
               {"time_us", s.time_us},
               {"allocator_bytes", s.allocator_bytes},
               {"allocator_peak_bytes", s.allocator_peak_bytes},
-              {"bytes_at_end", categoryBytesToJson(s.bytes_at_end)},
+              {"bytes_at_end", json_fields::categoryBytesToJson(s.bytes_at_end)},
               {"peak_bytes", s.peak_bytes}};
 }
 
@@ -241,7 +229,7 @@ Step stepFromJson(const json& j, const std::string& where) {
   s.time_us = field<double>(j, "time_us", where);
   s.allocator_bytes = field<int64_t>(j, "allocator_bytes", where);
   s.allocator_peak_bytes = field<int64_t>(j, "allocator_peak_bytes", where);
-  s.bytes_at_end = categoryBytesFromJson(field<json>(j, "bytes_at_end", where), where);
+  s.bytes_at_end = json_fields::categoryBytesField(j, "bytes_at_end", {where, kProfileFix});
   s.peak_bytes = field<int64_t>(j, "peak_bytes", where);
   return s;
 }
@@ -251,7 +239,7 @@ json summaryToJson(const PeakSummary& s) {
   for (int i = 0; i < 5; ++i) phases[kPhaseNames[i]] = s.phase_time_us[i];
   json summary{{"peak_bytes", s.peak_bytes},
                {"peak_step", s.peak_step},
-               {"peak_breakdown", categoryBytesToJson(s.peak_breakdown)},
+               {"peak_breakdown", json_fields::categoryBytesToJson(s.peak_breakdown)},
                {"allocator_peak_bytes", s.allocator_peak_bytes},
                {"phase_time_us", phases}};
   if (s.reserved_peak_bytes) summary["reserved_peak_bytes"] = *s.reserved_peak_bytes;
@@ -262,7 +250,7 @@ PeakSummary summaryFromJson(const json& j, const std::string& where) {
   PeakSummary s;
   s.peak_bytes = field<int64_t>(j, "peak_bytes", where);
   s.peak_step = field<int>(j, "peak_step", where);
-  s.peak_breakdown = categoryBytesFromJson(field<json>(j, "peak_breakdown", where), where);
+  s.peak_breakdown = json_fields::categoryBytesField(j, "peak_breakdown", {where, kProfileFix});
   s.allocator_peak_bytes = field<int64_t>(j, "allocator_peak_bytes", where);
   s.reserved_peak_bytes = json_fields::optionalField<int64_t>(j, "reserved_peak_bytes", {where, kProfileFix});
   const json phases = field<json>(j, "phase_time_us", where);

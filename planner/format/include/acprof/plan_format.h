@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,9 @@ struct Plan {
   int64_t baseline_peak_bytes = 0;   // simulated with no recompute (equals the profile's peak)
   int64_t predicted_peak_bytes = 0;
   int predicted_peak_step = -1;
+  // Live bytes per category at the predicted peak: what is left that recompute
+  // did not remove (absent in plans written before acprof recorded it).
+  std::optional<CategoryBytes> predicted_peak_breakdown;
   double baseline_iteration_time_us = 0;
   double extra_time_us = 0;
   std::vector<SegmentCut> segments;

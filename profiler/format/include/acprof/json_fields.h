@@ -100,4 +100,20 @@ inline const nlohmann::json& arrayField(const nlohmann::json& object, const char
   return *it;
 }
 
+// Bytes per category, as an object keyed by category name: the form of every
+// breakdown in both formats (a step's bytes at its end, the peak's, the plan's).
+inline nlohmann::json categoryBytesToJson(const CategoryBytes& bytes) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int c = 0; c < kCategoryCount; ++c) out[categoryName(static_cast<Category>(c))] = bytes[c];
+  return out;
+}
+
+inline CategoryBytes categoryBytesField(const nlohmann::json& object, const char* key, const Source& source) {
+  const nlohmann::json breakdown = field<nlohmann::json>(object, key, source);
+  CategoryBytes bytes{};
+  for (int c = 0; c < kCategoryCount; ++c)
+    bytes[c] = field<int64_t>(breakdown, categoryName(static_cast<Category>(c)), source);
+  return bytes;
+}
+
 }  // namespace acprof::json_fields
