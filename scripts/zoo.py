@@ -49,6 +49,9 @@ BINARY_WAIT_SECONDS = 30 * 60
 BINARY_ATTEMPTS = 3
 
 INFEASIBLE_MARKER = "is below the smallest peak"
+# The rewrite's timing line: medians of alternated steps of both models in one process.
+TIME_PATTERN = re.compile(r"^time: step before ([0-9.]+) ms, after ([0-9.]+) ms .*\(medians of (\d+) ", re.M)
+TIME_ERROR_GOAL = 0.10     # |predicted - measured extra time| as a share of the step; listed, not a rule
 FLOOR_PATTERN = re.compile(r"smallest peak the \S+ solver reached, [^(]*\((\d+) B\)")
 
 
@@ -233,10 +236,27 @@ def run_budget(options, work_dir: str, tag: str, budget: str, before: Dict) -> D
     after = profile_facts(read_json(after_path))
     outcome["measured_peak_bytes"] = after["peak_bytes"]
     outcome["peak_error"] = (plan["predicted_peak_bytes"] - after["peak_bytes"]) / after["peak_bytes"]
-    # Two processes, so the time difference carries their noise as well as the recompute.
-    outcome["measured_extra_us"] = after["iteration_us"] - before["iteration_us"]
-    outcome["measured_iteration_us"] = after["iteration_us"]
+    outcome.update(measured_step_times(result.stdout))
     return outcome
+
+
+def measured_step_times(rewrite_stdout: str) -> Dict:
+    """The original's and the rewritten model's step times as `acprof rewrite` measured them:
+    medians of alternated steps in one process, so both carry the same machine state."""
+    match = TIME_PATTERN.search(rewrite_stdout)
+    if not match:
+        return {}
+    before_ms, after_ms, rounds = float(match.group(1)), float(match.group(2)), int(match.group(3))
+    return {"measured_step_us": before_ms * 1000, "measured_extra_us": (after_ms - before_ms) * 1000,
+            "time_rounds": rounds}
+
+
+def time_shares(outcome: Dict) -> Optional[Tuple[float, float]]:
+    """Predicted and measured extra time, each as a share of its own model's original step."""
+    if outcome.get("baseline_iteration_us", 0) <= 0 or outcome.get("measured_step_us", 0) <= 0:
+        return None
+    return (outcome["predicted_extra_us"] / outcome["baseline_iteration_us"],
+            outcome["measured_extra_us"] / outcome["measured_step_us"])
 
 
 def broken_rules(outcome: Dict) -> List[str]:
@@ -365,13 +385,10 @@ def peak_cell(outcome: Optional[Dict]) -> str:
 
 
 def time_cell(outcome: Optional[Dict]) -> str:
-    if not outcome or "verification" not in outcome:
+    shares = time_shares(outcome) if outcome and "verification" in outcome else None
+    if shares is None:
         return "–"
-    base = outcome["baseline_iteration_us"]
-    if base <= 0:
-        return "–"
-    return (f"{format_percent(outcome['predicted_extra_us'] / base, True)} / "
-            f"{format_percent(outcome['measured_extra_us'] / base, True)}")
+    return f"{format_percent(shares[0], True)} / {format_percent(shares[1], True)}"
 
 
 def verification_cell(record: Dict) -> str:
@@ -438,18 +455,23 @@ def floor_peak_reason(results: str, record: Dict) -> str:
     step = plan.get("predicted_peak_step", -1)
     if breakdown is None or not 0 <= step < len(steps):
         return ""
-    live = ", ".join(f"{CATEGORY_WORDS[c]} {format_bytes(b)}" for c, b in breakdown.items() if b > 0)
+    live = ", ".join(f"{words} {format_bytes(breakdown[c])}" for c, words in CATEGORY_WORDS.items() if breakdown[c] > 0)
     where = f"`{steps[step]['op']}` ({steps[step]['phase']}{', ' + steps[step]['scope'] if steps[step]['scope'] else ''})"
-    removable_left = breakdown["activation"] + breakdown["temporary"] + breakdown["output"]
-    if removable_left == 0:
-        cause = "nothing recompute could remove is live there"
-    elif breakdown["temporary"] * 2 >= removable_left:
-        cause = "mostly memory the op allocates and frees itself (a workspace), which no recompute removes"
-    elif breakdown["activation"] * 2 >= removable_left:
-        cause = ("mostly activations no legal segment drops there: segment inputs and outputs, and values saved "
-                 "for backward across every cut")
-    else:
-        cause = "mostly the model's outputs and the loss, which are not recomputed"
+    # The floor above the bytes no recompute removes at the profiled peak is made of: those bytes
+    # grown since (gradients accumulate through backward), and what is still removable but live.
+    fixed_then = record["profile"]["peak_bytes"] - record["removable_bytes"]
+    fixed_now = sum(breakdown[c] for c in ("weight", "gradient", "optimizer_state", "input"))
+    parts = {"grown": fixed_now - fixed_then, "activation": breakdown["activation"],
+             "temporary": breakdown["temporary"], "output": breakdown["output"]}
+    causes = {
+        "grown": f"mostly gradients accumulated since the profiled peak (weights, gradients, optimizer state and "
+                 f"inputs: {format_bytes(fixed_now)} there, {format_bytes(fixed_then)} at the profiled peak)",
+        "activation": "mostly activations still live: segment inputs and outputs, and values saved for backward "
+                      "that no legal segment drops",
+        "temporary": "mostly memory the op allocates and frees itself (a workspace), which no recompute removes",
+        "output": "mostly the model's outputs and the loss, which are not recomputed",
+    }
+    cause = causes[max(parts, key=parts.get)]
     return f"floor's peak in {where}: {live}; {cause}"
 
 
@@ -478,8 +500,9 @@ def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, j
         "inputs at the peak), the share of removable bytes the plan at the floor removes.",
         "- *budget · predicted · measured (error)*: the plan's budget and predicted peak, the peak of the "
         "rewritten model measured by `acprof rewrite`, and (predicted − measured) / measured.",
-        "- *extra time predicted / measured*: the plan's extra time and the rewritten model's iteration time "
-        "minus the original's (two processes, so with their noise), both as a share of the profiled iteration.",
+        "- *extra time predicted / measured*: the plan's extra time as a share of the profiled iteration, and "
+        "the rewritten model's step time minus the original's as a share of the original's, both medians of "
+        "alternated steps in one process (`acprof rewrite`'s `time:` line).",
         "- *verified*: the rewrite's check that loss, gradients and buffers equal the original's "
         "(70 % / floor).",
         f"- rules: every command succeeds and the rewrite is bit for bit; measured peak ≤ budget; "
@@ -494,6 +517,15 @@ def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, j
 
     failures = [line for r in ran for line in failure_lines(r)]
     lines += ["", "## Failures", ""] + (failures or ["None."])
+
+    timed = [(r["id"], o["label"], shares) for r in ran for o in r["budgets"].values()
+             if "verification" in o and (shares := time_shares(o)) is not None]
+    off = [(i, label, shares) for i, label, shares in timed if abs(shares[0] - shares[1]) > TIME_ERROR_GOAL]
+    lines += ["", f"## Extra time off by more than {TIME_ERROR_GOAL:.0%} of the step", "",
+              f"{len(timed) - len(off)} of {len(timed)} verified rewrites predict their extra time within "
+              f"{TIME_ERROR_GOAL:.0%} of the step; the others:", ""]
+    lines += [f"- `{i}` at {label}: predicted {format_percent(p, True)}, measured {format_percent(m, True)}"
+              for i, label, (p, m) in off] or ["None."]
 
     low = [r for r in ran if r.get("removed_share") is not None and r["removed_share"] < REMOVABLE_SHARE_GOAL]
     lines += ["", f"## Removed at the floor below {REMOVABLE_SHARE_GOAL:.0%}", ""]
