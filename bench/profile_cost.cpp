@@ -25,7 +25,7 @@ double plainIterationSeconds(const std::string& path, int iterations) {
   acprof::StepConfig config;
   for (const std::string& spec : stored.inputs) config.inputs.push_back(acprof::parseInputSpec(spec));
   if (!stored.target.empty()) config.target = acprof::parseInputSpec(stored.target);
-  config.loss = stored.loss.empty() ? "auto" : stored.loss;
+  config.run.loss = stored.loss.empty() ? "auto" : stored.loss;
   const std::vector<at::Tensor> inputs = acprof::makeInputs(config.inputs, "cpu", 0);
   const at::Tensor target = config.target ? acprof::makeTensor(*config.target, "cpu") : at::Tensor();
   acprof::ExecutorModeGuard mode(false);

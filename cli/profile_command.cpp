@@ -20,7 +20,7 @@ namespace {
 // The options parse straight into the recorder's; the rest is what the CLI writes.
 struct ProfileArgs {
   RecordOptions record;
-  std::string jit_optimize = "off";  // on | off, RecordOptions::executor_optimize
+  std::string jit_optimize = "off";  // on | off, RunConfig::executor_optimize
   std::string output = "profile.json";
   std::string html;
   std::string trace;
@@ -28,7 +28,7 @@ struct ProfileArgs {
 
 void runProfile(const ProfileArgs& args) {
   RecordOptions options = args.record;
-  options.executor_optimize = args.jit_optimize == "on";
+  options.run.executor_optimize = args.jit_optimize == "on";
   options.command_line = commandLine();
   const std::vector<std::string> inputs = {options.model_path};
   checkOutputPath(args.output, inputs);
@@ -49,25 +49,25 @@ void addProfileCommand(CLI::App& app) {
   auto args = std::make_shared<ProfileArgs>();
   CLI::App* cmd = app.add_subcommand("profile", "Measure one training iteration of a TorchScript model");
   cmd->add_option("model", args->record.model_path, "TorchScript model file (torch.jit.save)")->required();
-  cmd->add_option("--input", args->record.input_specs,
+  cmd->add_option("--input", args->record.run.input_specs,
                   "input spec per forward argument, e.g. float32[32,3,224,224] or int64[8,512]:0..50257 "
                   "(default: the specs stored in the model by models/ export scripts)");
-  cmd->add_option("--target", args->record.target_spec, "target spec for --loss cross_entropy, e.g. int64[32]:0..1000");
-  cmd->add_option("--loss", args->record.loss, "loss of the output: auto (the model's scalar output, else mean), sum, "
+  cmd->add_option("--target", args->record.run.target_spec, "target spec for --loss cross_entropy, e.g. int64[32]:0..1000");
+  cmd->add_option("--loss", args->record.run.loss, "loss of the output: auto (the model's scalar output, else mean), sum, "
                                         "mean, cross_entropy")
       ->check(CLI::IsMember({"auto", "sum", "mean", "cross_entropy"}));
-  cmd->add_option("--optimizer", args->record.optimizer,
+  cmd->add_option("--optimizer", args->record.run.optimizer,
                   "optimizer step after backward, LibTorch's torch::optim with PyTorch's defaults: sgd "
                   "(lr 0.01, momentum 0.9), adam (lr 1e-3), adamw (lr 1e-3, weight decay 1e-2)")
       ->check(CLI::IsMember(acprof::optimizerKinds()));
-  cmd->add_option("--autocast", args->record.autocast,
+  cmd->add_option("--autocast", args->record.run.autocast,
                   "run forward and the loss under autocast: bfloat16, float16 or off (default: what the model "
                   "archive records, else off)");
-  cmd->add_option("--warmup", args->record.warmup_iters, "warm-up iterations, never measured (default 1)")
+  cmd->add_option("--warmup", args->record.run.warmup_iters, "warm-up iterations, never measured (default 1)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--iters", args->record.measured_iters, "measured iterations; times are their medians (default 3)")
+  cmd->add_option("--iters", args->record.run.measured_iters, "measured iterations; times are their medians (default 3)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--device", args->record.device, "cpu or cuda[:N]");
+  cmd->add_option("--device", args->record.run.device, "cpu or cuda[:N]");
   cmd->add_option("--jit-optimize", args->jit_optimize,
                   "TorchScript executor optimization during the profile (default off: see README)")
       ->check(CLI::IsMember({"on", "off"}));

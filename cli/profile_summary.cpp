@@ -36,7 +36,7 @@ std::string profileSummaryText(const Profile& p) {
                      times[static_cast<int>(Phase::Backward)] / 1000, times[static_cast<int>(Phase::Optimizer)] / 1000);
   const int64_t other = p.meta.other_executor_mode_peak_bytes;
   if (other >= 0) {
-    const char* other_mode = p.meta.executor_optimize ? "off" : "on";
+    const char* other_mode = p.meta.run.executor_optimize ? "off" : "on";
     if (other < s.peak_bytes)
       out += fmt::format("note: with --jit-optimize {} this model peaks at {} ({} less)\n", other_mode,
                          formatBytes(other), formatBytes(s.peak_bytes - other));

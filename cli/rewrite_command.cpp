@@ -151,7 +151,7 @@ void runRewrite(const RewriteArgs& args) {
   }
 
   // The profile's training step, for the verification and the timing: read once.
-  const std::optional<StepConfig> step = before ? std::optional(stepConfigOfProfile(before->meta)) : std::nullopt;
+  const std::optional<StepConfig> step = before ? std::optional(stepConfigOf(before->meta.run)) : std::nullopt;
   options.step = step;
   const RewriteResult result = rewriteModelFile(plan, options);
   std::cout << fmt::format("rewrote {} segment(s) of {} into {}\n", result.segment_count, result.model_path,

@@ -45,7 +45,7 @@ void expectStateOfEveryParameter(const Profile& p, const std::vector<std::string
 
 TEST(OptimizerProfile, AdamWKeepsTwoMomentsOfEveryParameter) {
   const Profile p = profileOf("mlp_traced.pt", "adamw");
-  EXPECT_EQ(p.meta.optimizer, "adamw");
+  EXPECT_EQ(p.meta.run.optimizer, "adamw");
   EXPECT_EQ(bytesIn(p, Category::OptimizerState), 2 * kMlpParameterBytes);
   expectStateOfEveryParameter(p, {"exp_avg", "exp_avg_sq"});
   EXPECT_EQ(p.steps.back().phase, Phase::Optimizer);
@@ -100,7 +100,7 @@ TEST(OptimizerEndToEnd, AdamWPlanHoldsWhenTheRewrittenModelIsMeasured) {
   const Plan plan = readPlanFile((directory / "plan.json").string());
   const Profile after = readProfileFile((directory / "profile.after.json").string());
   ASSERT_FALSE(plan.segments.empty()) << "the plan recomputes nothing, so this test tests nothing";
-  EXPECT_EQ(after.meta.optimizer, "adamw");
+  EXPECT_EQ(after.meta.run.optimizer, "adamw");
   EXPECT_EQ(bytesIn(before, Category::OptimizerState), 2 * bytesIn(before, Category::Gradient));
   EXPECT_EQ(bytesIn(after, Category::OptimizerState), bytesIn(before, Category::OptimizerState));
 

@@ -105,17 +105,18 @@ Profile profileWithEveryFieldSet() {
   ProfileMeta& m = p.meta;
   m.model_path = "models/net.pt";
   m.torch_version = "9.9.9";
-  m.device = "cuda:1";
-  m.executor_optimize = true;
+  m.run.device = "cuda:1";
+  m.run.executor_optimize = true;
   m.time_source = "cupti_kernels";
   m.command = "acprof profile net.pt";
-  m.input_specs = {"float32[2,3]", "int64[2]"};
-  m.target_spec = "int64[2]";
-  m.loss = "cross_entropy";
-  m.autocast = "bfloat16";
-  m.optimizer = "adamw";
-  m.warmup_iters = 2;
-  m.measured_iters = 5;
+  m.run.input_specs = {"float32[2,3]", "int64[2]"};
+  m.run.target_spec = "int64[2]";
+  m.run.loss = "cross_entropy";
+  m.run.autocast = "bfloat16";
+  m.run.optimizer = "adamw";
+  m.run.warmup_iters = 2;
+  m.run.measured_iters = 5;
+  m.run.seed = 7;
   m.allocator_bytes_at_start = 512;
   m.other_executor_mode_peak_bytes = 777;
   m.checkpoint_rng_state_bytes = 16;
@@ -169,17 +170,18 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
   EXPECT_SET(meta.model_path, plain.meta.model_path);
   EXPECT_SET(meta.model_sha256, plain.meta.model_sha256);
   EXPECT_SET(meta.torch_version, plain.meta.torch_version);
-  EXPECT_SET(meta.device, plain.meta.device);
-  EXPECT_SET(meta.executor_optimize, plain.meta.executor_optimize);
+  EXPECT_SET(meta.run.device, plain.meta.run.device);
+  EXPECT_SET(meta.run.executor_optimize, plain.meta.run.executor_optimize);
   EXPECT_SET(meta.time_source, plain.meta.time_source);
   EXPECT_SET(meta.command, plain.meta.command);
-  EXPECT_SET(meta.input_specs, plain.meta.input_specs);
-  EXPECT_SET(meta.target_spec, plain.meta.target_spec);
-  EXPECT_SET(meta.loss, plain.meta.loss);
-  EXPECT_SET(meta.autocast, plain.meta.autocast);
-  EXPECT_SET(meta.optimizer, plain.meta.optimizer);
-  EXPECT_SET(meta.warmup_iters, plain.meta.warmup_iters);
-  EXPECT_SET(meta.measured_iters, plain.meta.measured_iters);
+  EXPECT_SET(meta.run.input_specs, plain.meta.run.input_specs);
+  EXPECT_SET(meta.run.target_spec, plain.meta.run.target_spec);
+  EXPECT_SET(meta.run.loss, plain.meta.run.loss);
+  EXPECT_SET(meta.run.autocast, plain.meta.run.autocast);
+  EXPECT_SET(meta.run.optimizer, plain.meta.run.optimizer);
+  EXPECT_SET(meta.run.warmup_iters, plain.meta.run.warmup_iters);
+  EXPECT_SET(meta.run.measured_iters, plain.meta.run.measured_iters);
+  EXPECT_SET(meta.run.seed, plain.meta.run.seed);
   EXPECT_SET(meta.allocator_bytes_at_start, plain.meta.allocator_bytes_at_start);
   EXPECT_SET(meta.other_executor_mode_peak_bytes, plain.meta.other_executor_mode_peak_bytes);
   EXPECT_SET(meta.checkpoint_rng_state_bytes, plain.meta.checkpoint_rng_state_bytes);
@@ -342,6 +344,21 @@ TEST(ProfileFormat, SavedByIsOptionalAndEmptyIsNotAbsent) {
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("tensor 1 is saved by node 7"), std::string::npos) << e.what();
   }
+}
+
+// The run's seed (inputs, targets, dropout masks) is recorded so that the
+// rewrite verifies the very step that was profiled; profiles written before it
+// was recorded ran with seed 0, and read so.
+TEST(ProfileFormat, SeedIsRecordedAndOlderFilesReadAsSeedZero) {
+  Profile p = handMadeProfile();
+  p.meta.run.seed = 1234;
+  const std::string json = profileToJson(p);
+  EXPECT_EQ(profileFromJson(json, "new.json").meta.run.seed, 1234u);
+  std::string old = json;
+  const std::string field = "\"seed\": 1234";
+  ASSERT_NE(old.find(field), std::string::npos) << old.substr(0, 400);
+  old.replace(old.find(field), field.size(), "\"seed_was_not_here\": 0");
+  EXPECT_EQ(profileFromJson(old, "old.json").meta.run.seed, 0u);
 }
 
 // Profiles written before ForwardNode::backward_time_us was dropped (a copy of

@@ -24,7 +24,7 @@ TEST(ProfileCli, ResNet18ProfilesEndToEndWithTheStoredInputs) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const Profile p = readProfileFile(dir + "/profile.json");  // the default output path
   EXPECT_EQ(p.meta.model_path, testModel("resnet18_traced.pt"));
-  EXPECT_EQ(p.meta.input_specs.size(), 1u);
+  EXPECT_EQ(p.meta.run.input_specs.size(), 1u);
   EXPECT_GT(p.summary.peak_bytes, 0);
   EXPECT_NE(result.out.find("largest activations"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("layer1.0.conv1"), std::string::npos) << result.out;
@@ -38,9 +38,9 @@ TEST(ProfileCli, GptDecoderProfilesEndToEndWithExplicitSpecs) {
                                 dir);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const Profile p = readProfileFile(dir + "/gpt.json");
-  EXPECT_EQ(p.meta.loss, "cross_entropy");
-  EXPECT_EQ(p.meta.optimizer, "adam");
-  EXPECT_EQ(p.meta.measured_iters, 2);
+  EXPECT_EQ(p.meta.run.loss, "cross_entropy");
+  EXPECT_EQ(p.meta.run.optimizer, "adam");
+  EXPECT_EQ(p.meta.run.measured_iters, 2);
   int64_t optimizer_state = 0;
   for (const TensorRecord& t : p.tensors)
     if (t.category == Category::OptimizerState) optimizer_state += t.bytes;

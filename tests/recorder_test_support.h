@@ -14,8 +14,8 @@ namespace acprof::testing {
 inline Profile profileOf(const std::string& model, const std::string& optimizer = "none") {
   RecordOptions options;
   options.model_path = testModel(model);
-  options.optimizer = optimizer;
-  options.measured_iters = 1;
+  options.run.optimizer = optimizer;
+  options.run.measured_iters = 1;
   options.measure_other_executor_mode = false;
   return recordProfile(options);
 }

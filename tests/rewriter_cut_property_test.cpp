@@ -39,13 +39,13 @@ TEST_P(CutProperty, LegalRangesVerifyBitwiseAndIllegalOnesNameTheirRule) {
 
   RecordOptions options;
   options.model_path = model.string();
-  options.warmup_iters = 0;
-  options.measured_iters = 1;
+  options.run.warmup_iters = 0;
+  options.run.measured_iters = 1;
   options.measure_other_executor_mode = false;
   const Profile profile = recordProfile(options);
   const CutRules rules = cutRulesOf(profile);
   const int node_count = static_cast<int>(profile.nodes.size());
-  const StepConfig config = stepConfigOfProfile(profile.meta);
+  const StepConfig config = stepConfigOf(profile.meta.run);
 
   std::mt19937 random(1234);
   std::vector<std::pair<int, int>> legal;

@@ -137,7 +137,7 @@ TEST_P(RewriteEndToEnd, TrainsIdenticallyFitsTheBudgetAndPeaksAsPredicted) {
   std::string python_args = fmt::format("'{}' '{}/tests/python/rewritten_model_check.py' --ops '{}' "
                                         "--original model.pt --rewritten model.ckpt.pt",
                                         ACPROF_PYTHON, ACPROF_SOURCE_DIR, ACPROF_OPS_LIBRARY);
-  for (const std::string& spec : profile.meta.input_specs) python_args += fmt::format(" --input '{}'", spec);
+  for (const std::string& spec : profile.meta.run.input_specs) python_args += fmt::format(" --input '{}'", spec);
   const CommandResult python = runCommand(python_args, directory_.string());
   EXPECT_EQ(python.exit_code, 0) << outputOf(python);
   std::cout << python.out;

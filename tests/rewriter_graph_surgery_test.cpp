@@ -118,7 +118,7 @@ Plan planFor(const std::string& model_path, std::vector<SegmentCut> segments) {
 StepConfig stepConfig(const std::vector<std::string>& specs) {
   StepConfig config;
   for (const auto& spec : specs) config.inputs.push_back(parseInputSpec(spec));
-  config.seed = 42;
+  config.run.seed = 42;
   return config;
 }
 
@@ -359,8 +359,8 @@ class RewriteModelFile : public GraphSurgery {
                                                           nodeIdOf(original, "aten::dropout"))});
     Profile profile;
     profile.meta.model_path = path("model.pt");
-    profile.meta.input_specs = {"float32[16,32]"};
-    profile.meta.loss = "mean";
+    profile.meta.run.input_specs = {"float32[16,32]"};
+    profile.meta.run.loss = "mean";
     writeProfileFile(profile, path("profile.json"));
     plan.profile_path = path("profile.json");
     return plan;

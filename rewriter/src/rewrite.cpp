@@ -78,7 +78,7 @@ StepConfig verificationConfig(const Plan& plan) {
         "--no-verify to skip verification",
         plan.profile_path));
   }
-  return stepConfigOfProfile(readProfileFile(plan.profile_path).meta);
+  return stepConfigOf(readProfileFile(plan.profile_path).meta.run);
 }
 
 }  // namespace
@@ -86,17 +86,6 @@ StepConfig verificationConfig(const Plan& plan) {
 std::string defaultRewrittenPath(const std::string& model_path) {
   const fs::path path(model_path);
   return (path.parent_path() / (path.stem().string() + ".ckpt.pt")).string();
-}
-
-StepConfig stepConfigOfProfile(const ProfileMeta& meta) {
-  StepConfig config;
-  for (const std::string& spec : meta.input_specs) config.inputs.push_back(parseInputSpec(spec));
-  if (!meta.target_spec.empty()) config.target = parseInputSpec(meta.target_spec);
-  config.loss = meta.loss;
-  config.optimizer = meta.optimizer;
-  config.device = meta.device;
-  config.autocast = meta.autocast;
-  return config;
 }
 
 torch::jit::Module checkpointedModel(const std::string& model_path, const Plan& plan) {
@@ -157,15 +146,9 @@ Profile profileRewrittenModel(const ProfileMeta& original, const std::string& re
                               const std::function<void(const std::string&)>& progress) {
   RecordOptions options;
   options.model_path = rewritten_path;
-  options.input_specs = original.input_specs;
-  options.target_spec = original.target_spec;
-  options.loss = original.loss;
-  options.optimizer = original.optimizer;
-  options.device = original.device;
-  options.autocast = original.autocast.empty() ? "off" : original.autocast;
-  options.warmup_iters = original.warmup_iters;
-  options.measured_iters = original.measured_iters;
-  options.executor_optimize = original.executor_optimize;
+  options.run = original.run;
+  // Recorded "" is no autocast; requested "" would take the archive's.
+  if (options.run.autocast.empty()) options.run.autocast = "off";
   options.measure_other_executor_mode = false;
   options.command_line = "acprof rewrite (re-profile)";
   options.progress = progress;

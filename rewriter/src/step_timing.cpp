@@ -25,7 +25,7 @@ double stepTimeUs(torch::jit::Module& module, Optimizer& optimizer, const std::v
   const auto start = std::chrono::steady_clock::now();
   runTrainingStep(module, inputs, target, config);
   optimizer.step();
-  if (config.device.rfind("cuda", 0) == 0) at::globalContext().lazyInitCUDA();
+  if (config.run.device.rfind("cuda", 0) == 0) at::globalContext().lazyInitCUDA();
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -33,12 +33,12 @@ double stepTimeUs(torch::jit::Module& module, Optimizer& optimizer, const std::v
 
 StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
                       int rounds) {
-  const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.device, config.seed);
-  const at::Tensor target = config.target ? makeTensor(*config.target, config.device) : at::Tensor();
+  const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.run.device, config.run.seed);
+  const at::Tensor target = config.target ? makeTensor(*config.target, config.run.device) : at::Tensor();
   const ExecutorModeGuard executor_mode(/*optimize=*/false);
-  torch::jit::Module original = loadModel(original_path, config.device);
-  torch::jit::Module rewritten = loadModel(rewritten_path, config.device);
-  Optimizer original_optimizer(config.optimizer, original), rewritten_optimizer(config.optimizer, rewritten);
+  torch::jit::Module original = loadModel(original_path, config.run.device);
+  torch::jit::Module rewritten = loadModel(rewritten_path, config.run.device);
+  Optimizer original_optimizer(config.run.optimizer, original), rewritten_optimizer(config.run.optimizer, rewritten);
   // Warm-up, never measured; it also makes the optimizer's state, as the profile's warm-up did.
   stepTimeUs(original, original_optimizer, inputs, target, config);
   stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config);

@@ -98,8 +98,8 @@ double VerificationResult::maxAbsDiff() const {
 VerificationResult verifyRewrite(const std::string& original_path, const std::string& rewritten_path,
                                  const StepConfig& config, std::optional<double> tolerance) {
   // Both models see the same tensors; the step reseeds before each forward.
-  const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.device, config.seed);
-  const at::Tensor target = config.target ? makeTensor(*config.target, config.device) : at::Tensor();
+  const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.run.device, config.run.seed);
+  const at::Tensor target = config.target ? makeTensor(*config.target, config.run.device) : at::Tensor();
   // The plain interpreter on both: the comparison is about the models' computations.
   const ExecutorModeGuard executor_mode(/*optimize=*/false);
 
@@ -108,9 +108,9 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
 
   StepOutcome expected, actual;
   try {
-    torch::jit::Module original = loadModel(original_path, config.device);
+    torch::jit::Module original = loadModel(original_path, config.run.device);
     expected = runTrainingStep(original, inputs, target, config);
-    torch::jit::Module rewritten = loadModel(rewritten_path, config.device);
+    torch::jit::Module rewritten = loadModel(rewritten_path, config.run.device);
     actual = runTrainingStep(rewritten, inputs, target, config);
   } catch (const std::exception& e) {
     const std::string alert = deterministic ? nondeterministicAlert(e) : "";

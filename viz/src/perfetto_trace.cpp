@@ -155,7 +155,7 @@ std::string renderPerfettoTrace(const Profile& profile, const Plan* plan) {
   json events = json::array();
   const std::string model = profile.meta.model_path.empty() ? "profile" : profile.meta.model_path;
   events.push_back(metadataEvent("process_name", 0, "acprof: " + model));
-  events.push_back(metadataEvent("thread_name", kStepsTid, "training step (" + profile.meta.device + ")"));
+  events.push_back(metadataEvent("thread_name", kStepsTid, "training step (" + profile.meta.run.device + ")"));
   appendSlices(profile, clock, events);
   appendMemory(profile, clock, events);
   if (plan) {

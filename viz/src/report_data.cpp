@@ -112,7 +112,7 @@ json profileSection(const std::string& label, const Profile& profile, const Samp
   json section;
   section["label"] = label;
   section["model_path"] = profile.meta.model_path;
-  section["device"] = profile.meta.device;
+  section["device"] = profile.meta.run.device;
   section["event_count"] = profile.event_count;
   section["step_count"] = profile.steps.size();
   section["time"] = phaseTimes(profile);

@@ -53,21 +53,22 @@ json metaToJson(const ProfileMeta& m) {
   return json{{"model_path", m.model_path},
               {"model_sha256", m.model_sha256},
               {"torch_version", m.torch_version},
-              {"device", m.device},
-              {"executor_optimize", m.executor_optimize},
+              {"device", m.run.device},
+              {"executor_optimize", m.run.executor_optimize},
               {"time_source", m.time_source},
               {"command", m.command},
-              {"input_specs", m.input_specs},
-              {"target_spec", m.target_spec},
-              {"loss", m.loss},
-              {"autocast", m.autocast},
-              {"optimizer", m.optimizer},
-              {"warmup_iters", m.warmup_iters},
-              {"measured_iters", m.measured_iters},
+              {"input_specs", m.run.input_specs},
+              {"target_spec", m.run.target_spec},
+              {"loss", m.run.loss},
+              {"autocast", m.run.autocast},
+              {"optimizer", m.run.optimizer},
+              {"warmup_iters", m.run.warmup_iters},
+              {"measured_iters", m.run.measured_iters},
               {"allocator_bytes_at_start", m.allocator_bytes_at_start},
               {"other_executor_mode_peak_bytes", m.other_executor_mode_peak_bytes},
               {"checkpoint_rng_state_bytes", m.checkpoint_rng_state_bytes},
-              {"forward_without_grad_ratio", m.forward_without_grad_ratio}};
+              {"forward_without_grad_ratio", m.forward_without_grad_ratio},
+              {"seed", m.run.seed}};
 }
 
 ProfileMeta metaFromJson(const json& j, const std::string& where) {
@@ -75,21 +76,23 @@ ProfileMeta metaFromJson(const json& j, const std::string& where) {
   m.model_path = field<std::string>(j, "model_path", where);
   m.model_sha256 = field<std::string>(j, "model_sha256", where);
   m.torch_version = field<std::string>(j, "torch_version", where);
-  m.device = field<std::string>(j, "device", where);
-  m.executor_optimize = field<bool>(j, "executor_optimize", where);
+  m.run.device = field<std::string>(j, "device", where);
+  m.run.executor_optimize = field<bool>(j, "executor_optimize", where);
   m.time_source = field<std::string>(j, "time_source", where);
   m.command = field<std::string>(j, "command", where);
-  m.input_specs = field<std::vector<std::string>>(j, "input_specs", where);
-  m.target_spec = field<std::string>(j, "target_spec", where);
-  m.loss = field<std::string>(j, "loss", where);
-  m.autocast = field<std::string>(j, "autocast", where);
-  m.optimizer = field<std::string>(j, "optimizer", where);
-  m.warmup_iters = field<int>(j, "warmup_iters", where);
-  m.measured_iters = field<int>(j, "measured_iters", where);
+  m.run.input_specs = field<std::vector<std::string>>(j, "input_specs", where);
+  m.run.target_spec = field<std::string>(j, "target_spec", where);
+  m.run.loss = field<std::string>(j, "loss", where);
+  m.run.autocast = field<std::string>(j, "autocast", where);
+  m.run.optimizer = field<std::string>(j, "optimizer", where);
+  m.run.warmup_iters = field<int>(j, "warmup_iters", where);
+  m.run.measured_iters = field<int>(j, "measured_iters", where);
   m.allocator_bytes_at_start = field<int64_t>(j, "allocator_bytes_at_start", where);
   m.other_executor_mode_peak_bytes = field<int64_t>(j, "other_executor_mode_peak_bytes", where);
   m.checkpoint_rng_state_bytes = field<int64_t>(j, "checkpoint_rng_state_bytes", where);
   m.forward_without_grad_ratio = field<double>(j, "forward_without_grad_ratio", where);
+  // Profiles written before the seed was recorded ran with seed 0.
+  m.run.seed = json_fields::optionalField<uint64_t>(j, "seed", {where, kProfileFix}).value_or(0);
   return m;
 }
 

@@ -44,12 +44,12 @@ std::string forwardSignature(const torch::jit::Graph& graph) {
 }
 
 PreparedRun prepare(const RecordOptions& options, const torch::jit::Graph& graph) {
-  if (options.warmup_iters < 0 || options.measured_iters < 1)
-    throw RecordError(fmt::format("--warmup must be >= 0 and --iters >= 1 (got {} and {})", options.warmup_iters,
-                                  options.measured_iters));
+  if (options.run.warmup_iters < 0 || options.run.measured_iters < 1)
+    throw RecordError(fmt::format("--warmup must be >= 0 and --iters >= 1 (got {} and {})", options.run.warmup_iters,
+                                  options.run.measured_iters));
   PreparedRun run;
   const StoredSpecs stored = readStoredSpecs(options.model_path);
-  std::vector<std::string> spec_texts = options.input_specs.empty() ? stored.inputs : options.input_specs;
+  std::vector<std::string> spec_texts = options.run.input_specs.empty() ? stored.inputs : options.run.input_specs;
   const size_t expected = graph.inputs().size() - 1;
   if (spec_texts.empty()) {
     std::string example;
@@ -62,15 +62,15 @@ PreparedRun prepare(const RecordOptions& options, const torch::jit::Graph& graph
     throw RecordError(fmt::format("{} input spec(s) given but forward takes {} ({}); pass one --input per argument",
                                   spec_texts.size(), expected, forwardSignature(graph)));
   for (const std::string& text : spec_texts) run.input_specs.push_back(parseInputSpec(text));
-  const std::string target_text = !options.target_spec.empty() ? options.target_spec : stored.target;
+  const std::string target_text = !options.run.target_spec.empty() ? options.run.target_spec : stored.target;
   if (!target_text.empty()) run.target_spec = parseInputSpec(target_text);
-  run.loss_kind = options.loss != "auto" ? options.loss : (stored.loss.empty() ? "auto" : stored.loss);
+  run.loss_kind = options.run.loss != "auto" ? options.run.loss : (stored.loss.empty() ? "auto" : stored.loss);
   static const std::set<std::string> kLosses = {"auto", "model", "sum", "mean", "cross_entropy"};
   if (!kLosses.count(run.loss_kind))
     throw RecordError(fmt::format("unknown loss '{}'; use sum, mean or cross_entropy", run.loss_kind));
   if (run.loss_kind == "cross_entropy" && !run.target_spec)
     throw RecordError("--loss cross_entropy needs a target; pass --target, e.g. --target int64[32]:0..1000");
-  run.autocast = !options.autocast.empty() ? options.autocast : stored.autocast;
+  run.autocast = !options.run.autocast.empty() ? options.run.autocast : stored.autocast;
   if (run.autocast == "off") run.autocast = "";
   checkAutocastDtype(run.autocast);
   return run;
@@ -369,7 +369,7 @@ class TensorBook {
     t.bytes = bytes;
     t.alloc_event = alloc_event;
     t.free_event = -2;  // set when freed, or to event_count after replay
-    t.device = profile_.meta.device;
+    t.device = profile_.meta.run.device;
     t.saved_by.emplace();  // recorded: empty until a save names it
     profile_.tensors.push_back(std::move(t));
     return profile_.tensors.back();
@@ -472,36 +472,37 @@ Profile recordProfile(const RecordOptions& options) {
   auto progress = [&](const std::string& line) {
     if (options.progress) options.progress(line);
   };
-  if (options.device != "cpu" && options.device.rfind("cuda", 0) != 0)
-    throw RecordError(fmt::format("unknown device '{}'; use cpu or cuda", options.device));
-  if (options.device.rfind("cuda", 0) == 0 && !at::hasCUDA())
+  if (options.run.device != "cpu" && options.run.device.rfind("cuda", 0) != 0)
+    throw RecordError(fmt::format("unknown device '{}'; use cpu or cuda", options.run.device));
+  if (options.run.device.rfind("cuda", 0) == 0 && !at::hasCUDA())
     throw RecordError("--device cuda, but this LibTorch has no CUDA device available; use --device cpu");
 
   progress("loading " + options.model_path);
-  torch::jit::Module module = loadModel(options.model_path, options.device);
+  torch::jit::Module module = loadModel(options.model_path, options.run.device);
   const std::shared_ptr<torch::jit::Graph> graph = inlinedForwardGraph(module);
   const std::vector<torch::jit::Node*> nodes = topLevelNodes(*graph);
   GraphCutFacts facts = describeCutFacts(module, graph);
   PreparedRun run = prepare(options, *graph);
-  run.inputs = makeInputs(run.input_specs, options.device, options.seed);
-  if (run.target_spec) run.target = makeTensor(*run.target_spec, options.device);
+  run.inputs = makeInputs(run.input_specs, options.run.device, options.run.seed);
+  if (run.target_spec) run.target = makeTensor(*run.target_spec, options.run.device);
 
   Profile profile;
   profile.meta.model_path = options.model_path;
   profile.meta.model_sha256 = sha256OfFile(options.model_path);
   profile.meta.torch_version = TORCH_VERSION;
-  profile.meta.device = options.device;
-  profile.meta.executor_optimize = options.executor_optimize;
   profile.meta.command = options.command_line;
-  for (const InputSpec& s : run.input_specs) profile.meta.input_specs.push_back(s.text);
-  profile.meta.target_spec = run.target_spec ? run.target_spec->text : "";
-  profile.meta.optimizer = options.optimizer;
-  profile.meta.warmup_iters = options.warmup_iters;
-  profile.meta.measured_iters = options.measured_iters;
+  // The run as it happened: the archive's specs and autocast where none were
+  // asked for, and (below) the loss resolved on the
+  // model's output.
+  profile.meta.run = options.run;
+  profile.meta.run.input_specs.clear();
+  for (const InputSpec& s : run.input_specs) profile.meta.run.input_specs.push_back(s.text);
+  profile.meta.run.target_spec = run.target_spec ? run.target_spec->text : "";
+  profile.meta.run.autocast = run.autocast;
 
-  Optimizer optimizer(options.optimizer, module);
+  Optimizer optimizer(options.run.optimizer, module);
   InstrumentedForward forward(graph);
-  const c10::DeviceType device_type = c10::Device(options.device).type();
+  const c10::DeviceType device_type = c10::Device(options.run.device).type();
 
   std::vector<IterationOutcome> measured;
   std::vector<StaticStorage> statics;
@@ -509,15 +510,15 @@ Profile recordProfile(const RecordOptions& options) {
   int64_t other_mode_peak_bytes = -1;
   {
     RecordingSession session(device_type);
-    ExecutorModeGuard executor_mode(options.executor_optimize);
-    IterationRunner runner(module, run, optimizer, session, options.seed, device_type);
+    ExecutorModeGuard executor_mode(options.run.executor_optimize);
+    IterationRunner runner(module, run, optimizer, session, options.run.seed, device_type);
     auto instrumented = [&] { return forward.run(module, run.inputs); };
-    const int total = options.warmup_iters + options.measured_iters;
+    const int total = options.run.warmup_iters + options.run.measured_iters;
     for (int i = 0; i < total; ++i) {
-      const bool is_measured = i >= options.warmup_iters;
-      progress(is_measured ? fmt::format("measured iteration {}/{}", i - options.warmup_iters + 1,
-                                         options.measured_iters)
-                           : fmt::format("warm-up iteration {}/{}", i + 1, options.warmup_iters));
+      const bool is_measured = i >= options.run.warmup_iters;
+      progress(is_measured ? fmt::format("measured iteration {}/{}", i - options.run.warmup_iters + 1,
+                                         options.run.measured_iters)
+                           : fmt::format("warm-up iteration {}/{}", i + 1, options.run.warmup_iters));
       if (is_measured && measured.empty()) {
         clearGradients(module);
         statics = staticStorages(module, run, optimizer);
@@ -538,7 +539,7 @@ Profile recordProfile(const RecordOptions& options) {
       times_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
       return output;
     };
-    for (int i = 0; i < options.measured_iters; ++i) {
+    for (int i = 0; i < options.run.measured_iters; ++i) {
       runner.runOnce([&] { return timedForward(plain_forward_us); });
       const at::NoGradGuard no_grad;
       timedForward(no_grad_forward_us);
@@ -546,20 +547,20 @@ Profile recordProfile(const RecordOptions& options) {
     if (options.measure_other_executor_mode) {
       // One plain iteration under the other mode tells the user whether it would
       // hold less. Turning optimization on needs a profiling run first.
-      progress("comparing with executor optimization " + std::string(options.executor_optimize ? "off" : "on"));
-      ExecutorModeGuard other_mode(!options.executor_optimize);
+      progress("comparing with executor optimization " + std::string(options.run.executor_optimize ? "off" : "on"));
+      ExecutorModeGuard other_mode(!options.run.executor_optimize);
       auto plain = [&] {
         std::vector<c10::IValue> stack(run.inputs.begin(), run.inputs.end());
         return module.forward(stack);
       };
-      const int runs = options.executor_optimize ? 1 : 2;
+      const int runs = options.run.executor_optimize ? 1 : 2;
       IterationRecord last;
       try {
         for (int i = 0; i < runs; ++i) last = runner.runOnce(plain).record;
       } catch (const std::exception& e) {
         // Only a comparison: the profile stands without it (e.g. TorchScript's
         // autodiff under autocast fails where eager autograd does not).
-        progress("executor optimization " + std::string(options.executor_optimize ? "off" : "on") +
+        progress("executor optimization " + std::string(options.run.executor_optimize ? "off" : "on") +
                  " could not run one iteration: " + oneLineTorchError(e));
         last = IterationRecord{};
       }
@@ -572,8 +573,7 @@ Profile recordProfile(const RecordOptions& options) {
     }
   }
   const IterationRecord& record = measured.front().record;
-  profile.meta.loss = measured.front().resolved_loss;
-  profile.meta.autocast = run.autocast;
+  profile.meta.run.loss = measured.front().resolved_loss;
   profile.meta.checkpoint_rng_state_bytes = checkpointRngStateBytes(device_type);
   profile.meta.other_executor_mode_peak_bytes = other_mode_peak_bytes;
   profile.meta.time_source = record.time_source;
@@ -682,7 +682,7 @@ Profile recordProfile(const RecordOptions& options) {
       t.bytes = unattributed;
       t.category = Category::Temporary;
       t.name = "live before the iteration (allocator workspaces and leftovers)";
-      t.device = options.device;
+      t.device = options.run.device;
       t.alloc_event = -1;
       t.free_event = profile.event_count;
       profile.tensors.push_back(std::move(t));

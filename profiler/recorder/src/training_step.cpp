@@ -193,10 +193,18 @@ ExecutorModeGuard::ExecutorModeGuard(bool optimize) : previous_(torch::jit::getG
 }
 ExecutorModeGuard::~ExecutorModeGuard() { torch::jit::setGraphExecutorOptimize(previous_); }
 
+StepConfig stepConfigOf(const RunConfig& run) {
+  StepConfig config;
+  config.run = run;
+  for (const std::string& spec : run.input_specs) config.inputs.push_back(parseInputSpec(spec));
+  if (!run.target_spec.empty()) config.target = parseInputSpec(run.target_spec);
+  return config;
+}
+
 StepOutcome runTrainingStep(torch::jit::Module& module, const std::vector<at::Tensor>& inputs,
                             const at::Tensor& target, const StepConfig& config) {
   clearGradients(module);
-  at::manual_seed(config.seed);
+  at::manual_seed(config.run.seed);
   // Its own copy of the inputs: a model that writes to an input in place must
   // not change what the next run (the other model, in verification) sees.
   std::vector<c10::IValue> stack;
@@ -204,9 +212,9 @@ StepOutcome runTrainingStep(torch::jit::Module& module, const std::vector<at::Te
   at::Tensor loss;
   {
     std::optional<AutocastScope> autocast;
-    if (!config.autocast.empty()) autocast.emplace(config.autocast, c10::Device(config.device).type());
+    if (!config.run.autocast.empty()) autocast.emplace(config.run.autocast, c10::Device(config.run.device).type());
     const c10::IValue output = module.forward(stack);
-    loss = computeLoss(output, resolveLossKind(output, config.loss), target);
+    loss = computeLoss(output, resolveLossKind(output, config.run.loss), target);
   }
   loss.backward();
   StepOutcome outcome;

@@ -77,16 +77,13 @@ struct StepTimes {
 StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
                       int rounds);
 
-// The training step a profile measured, for verification and re-profiling.
-StepConfig stepConfigOfProfile(const ProfileMeta& meta);
-
 struct RewriteOptions {
   std::string model_path;   // empty: the plan's model_path
   std::string output_path;  // empty: <model stem>.ckpt.pt beside the model
   bool verify = true;  // the rewritten model must then match the original bit for bit
   std::optional<double> tolerance;  // ... or within this absolute difference (verifyRewrite)
-  // The training step to verify with (stepConfigOfProfile of the plan's
-  // profile), for a caller that has read the profile; unset: read it here.
+  // The training step to verify with (stepConfigOf the plan's profile's
+  // run), for a caller that has read the profile; unset: read it here.
   std::optional<StepConfig> step;
   std::function<void(const std::string&)> progress;  // optional, one short line per stage
 };

@@ -176,23 +176,34 @@ struct PeakSummary {
   std::array<double, 5> phase_time_us{};  // indexed by Phase
 };
 
+// One training run as acprof runs it: the step `acprof profile` measures and
+// that `acprof rewrite` verifies, times and profiles again. The CLI fills it
+// as a request ("auto" loss, "" autocast: take the archive's); the profile
+// records it resolved, so every later stage runs the very step that was
+// profiled, from this one record.
+struct RunConfig {
+  std::vector<std::string> input_specs;   // "float32[32,3,224,224]"; requested empty: the archive's
+  std::string target_spec;                // "" when the model returns the loss
+  std::string loss = "auto";              // requested auto|model|sum|mean|cross_entropy; recorded resolved
+  std::string optimizer = "none";         // none|sgd|adam|adamw (torch::optim)
+  std::string autocast;                   // "" or the autocast dtype forward ran under ("bfloat16"); requested
+                                          // "" is the archive's, "off" is off
+  std::string device = "cpu";
+  bool executor_optimize = false;
+  int warmup_iters = 1;
+  int measured_iters = 3;
+  uint64_t seed = 0;                      // inputs, targets and the dropout masks of each step
+};
+
 struct ProfileMeta {
   std::string model_path;
   std::string model_sha256;
   std::string torch_version;
-  std::string device = "cpu";
-  bool executor_optimize = false;
+  RunConfig run;
   // How step times were taken: cpu_wall, cupti_kernels (summed GPU kernel time
   // per step), or cuda_sync_wall (wall time, device synchronized at each step).
   std::string time_source = "cpu_wall";
   std::string command;
-  std::vector<std::string> input_specs;   // "float32[32,3,224,224]"
-  std::string target_spec;                // "" when the model returns the loss
-  std::string loss = "mean";              // model|sum|mean|cross_entropy
-  std::string autocast;                   // "" or the autocast dtype forward ran under ("bfloat16")
-  std::string optimizer = "none";         // none|sgd|adam|adamw (torch::optim)
-  int warmup_iters = 0;
-  int measured_iters = 0;
   int64_t allocator_bytes_at_start = 0;   // the allocator's counter before the first event
   // Peak of one plain iteration under the other executor mode (-1 if not measured).
   int64_t other_executor_mode_peak_bytes = -1;

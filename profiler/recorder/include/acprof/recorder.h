@@ -22,17 +22,8 @@ namespace acprof {
 
 struct RecordOptions {
   std::string model_path;
-  std::vector<std::string> input_specs;   // empty: read from the model archive
-  std::string target_spec;                // empty: from the archive, or none
-  std::string loss = "auto";              // auto | sum | mean | cross_entropy
-  std::string optimizer = "none";         // one of optimizerKinds() (acprof/optimizer.h)
-  std::string autocast;                   // "" (from the archive, else off) | bfloat16 | float16 | off
-  std::string device = "cpu";
-  int warmup_iters = 1;
-  int measured_iters = 3;
-  bool executor_optimize = false;
+  RunConfig run;                          // as requested: see RunConfig
   bool measure_other_executor_mode = true;
-  uint64_t seed = 0;
   std::string command_line;               // recorded in the profile's meta
   std::function<void(const std::string&)> progress;  // optional, one short line per stage
 };

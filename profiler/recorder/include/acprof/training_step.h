@@ -12,18 +12,20 @@
 
 #include "acprof/autocast_state.h"
 #include "acprof/input_spec.h"
+#include "acprof/profile_format.h"
 
 namespace acprof {
 
+// A RunConfig with its specs parsed: what runTrainingStep, verification and
+// timing need. Made by stepConfigOf, the one conversion.
 struct StepConfig {
+  RunConfig run;
   std::vector<InputSpec> inputs;
   std::optional<InputSpec> target;  // required for cross_entropy
-  std::string loss = "auto";        // auto | sum | mean | cross_entropy
-  std::string optimizer = "none";   // one of optimizerKinds() (acprof/optimizer.h)
-  std::string device = "cpu";       // cpu | cuda | cuda:N
-  std::string autocast;             // "" or the dtype forward and loss run under autocast
-  uint64_t seed = 0;
 };
+
+// Throws (InputSpecError) for a spec that does not parse.
+StepConfig stepConfigOf(const RunConfig& run);
 
 // Throws RecordError unless `dtype` is "", "bfloat16" or "float16".
 void checkAutocastDtype(const std::string& dtype);
@@ -94,7 +96,7 @@ class ExecutorModeGuard {
 
 // Runs forward + loss + backward once on a fresh copy of nothing: the module's
 // parameters' grads are reset to undefined first. Seeds the CPU (and CUDA) RNG
-// with config.seed before forward so dropout masks are reproducible.
+// with config.run.seed before forward so dropout masks are reproducible.
 struct StepOutcome {
   at::Tensor loss;
   std::vector<std::pair<std::string, at::Tensor>> gradients;  // by parameter name
