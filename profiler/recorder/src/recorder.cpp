@@ -2,12 +2,9 @@
 
 #include <algorithm>
 #include <functional>
-#include <limits>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <unordered_map>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -20,6 +17,7 @@
 #include "acprof/training_step.h"
 #include "instrumented_graph.h"
 #include "recording_session.h"
+#include "acprof/event_stream.h"
 
 namespace acprof {
 namespace {
@@ -76,15 +74,6 @@ PreparedRun prepare(const RecordOptions& options, const torch::jit::Graph& graph
   return run;
 }
 
-// A storage alive when the measured iteration starts, known by what owns it.
-struct StaticStorage {
-  const void* ptr;
-  int64_t bytes;
-  Category category;
-  std::string name;
-  std::vector<int64_t> shape;
-  std::string dtype;
-};
 
 std::string dtypeOf(const at::Tensor& t) {
   switch (t.scalar_type()) {
@@ -280,192 +269,6 @@ std::vector<double> stepDurationsUs(const IterationRecord& record) {
   return durations;
 }
 
-// Builds the profile's tensors by replaying the measured iteration's events.
-class TensorBook {
- public:
-  TensorBook(Profile& profile, const std::vector<StaticStorage>& statics) : profile_(profile) {
-    for (const StaticStorage& s : statics) {
-      TensorRecord& t = newRecord(s.bytes, -1);
-      t.category = s.category;
-      t.name = s.name;
-      t.shape = s.shape;
-      t.dtype = s.dtype;
-      live_[s.ptr] = t.id;
-    }
-  }
-
-  void replay(const IterationRecord& record, const torch::jit::Graph& graph,
-              const std::vector<torch::jit::Node*>& nodes) {
-    size_t next_observed = 0;
-    size_t next_saved = 0;
-    for (size_t e = 0; e < record.events.size(); ++e) {
-      for (; next_observed < record.observed.size() && record.observed[next_observed].event_index <= (int)e;
-           ++next_observed)
-        observe(record.observed[next_observed], nodes);
-      for (; next_saved < record.saved_tensors.size() && record.saved_tensors[next_saved].event_index <= (int)e;
-           ++next_saved)
-        saved(record.saved_tensors[next_saved], record);
-      const AllocationEvent& event = record.events[e];
-      if (event.delta_bytes > 0) {
-        TensorRecord& t = newRecord(event.delta_bytes, static_cast<int>(e));
-        t.alloc_step = event.step;
-        live_[event.ptr] = t.id;
-      } else {
-        auto it = live_.find(event.ptr);
-        int id;
-        if (it == live_.end()) {
-          // Allocated before the iteration by something we do not enumerate.
-          TensorRecord& t = newRecord(-event.delta_bytes, -1);
-          id = t.id;
-        } else {
-          id = it->second;
-          live_.erase(it);
-        }
-        profile_.tensors[id].free_event = static_cast<int>(e);
-        profile_.tensors[id].free_step = event.step;
-      }
-    }
-    for (; next_observed < record.observed.size(); ++next_observed) observe(record.observed[next_observed], nodes);
-    for (; next_saved < record.saved_tensors.size(); ++next_saved) saved(record.saved_tensors[next_saved], record);
-    // Saves still held when the iteration ended (a graph nothing ran backward through).
-    for (const auto& [save_id, save] : open_saves_) profile_.tensors[save.tensor].saved_by->push_back({save.node, -1});
-    for (auto& [ptr, id] : live_) ptr_at_end_[id] = ptr;
-  }
-
-  const void* ptrAtEnd(int id) const {
-    auto it = ptr_at_end_.find(id);
-    return it == ptr_at_end_.end() ? nullptr : it->second;
-  }
-  // The storage (tensor id) a graph value lived on, or -1.
-  int tensorOfValue(const std::string& value) const {
-    auto it = value_tensor_.find(value);
-    return it == value_tensor_.end() ? -1 : it->second;
-  }
-  // The storages of a value: its own, or each element's for a list of tensors.
-  std::vector<int> tensorsOfValue(const std::string& value) const {
-    if (const int t = tensorOfValue(value); t >= 0) return {t};
-    std::vector<int> elements;
-    for (int i = 0;; ++i) {
-      const int t = tensorOfValue(fmt::format("{}[{}]", value, i));
-      if (t < 0) break;
-      elements.push_back(t);
-    }
-    return elements;
-  }
-  // What was observed of a node output's value (the first time), or null.
-  const ObservedValue* observedValue(const std::string& value) const {
-    auto it = observed_value_.find(value);
-    return it == observed_value_.end() ? nullptr : &it->second;
-  }
-  void bindValue(const std::string& value, const void* ptr) {
-    auto it = live_.find(ptr);
-    if (it != live_.end()) value_tensor_.emplace(value, it->second);
-  }
-
- private:
-  TensorRecord& newRecord(int64_t bytes, int alloc_event) {
-    TensorRecord t;
-    t.id = static_cast<int>(profile_.tensors.size());
-    t.bytes = bytes;
-    t.alloc_event = alloc_event;
-    t.free_event = -2;  // set when freed, or to event_count after replay
-    t.device = profile_.meta.run.device;
-    t.saved_by.emplace();  // recorded: empty until a save names it
-    profile_.tensors.push_back(std::move(t));
-    return profile_.tensors.back();
-  }
-
-  void observe(const ObservedValue& seen, const std::vector<torch::jit::Node*>& nodes) {
-    auto it = live_.find(seen.storage_ptr);
-    if (it == live_.end()) return;
-    TensorRecord& t = profile_.tensors[it->second];
-    const torch::jit::Value* value = nodes[seen.node]->output(seen.output_index);
-    std::string name = value->debugName();
-    if (seen.list_index < 0) observed_value_.emplace(name, seen);
-    if (seen.list_index >= 0) name += fmt::format("[{}]", seen.list_index);
-    value_tensor_.emplace(name, t.id);
-    if (seen.list_index < 0) value_tensor_.emplace(value->debugName(), t.id);
-    if (t.shape.empty() && t.dtype.empty()) {
-      t.shape = seen.shape;
-      t.dtype = seen.dtype;
-      if (t.name.empty()) t.name = name;
-    }
-  }
-
-  // A save names the storage live at its pointer and the forward node whose
-  // step made it; its release, the step that let it go.
-  void saved(const SavedTensorEvent& event, const IterationRecord& record) {
-    if (event.storage_ptr) {
-      const auto it = live_.find(event.storage_ptr);
-      if (it == live_.end()) return;  // not a storage this iteration tracks (another device)
-      const StepTiming* step = event.step >= 0 ? &record.steps[event.step] : nullptr;
-      const int node = step && step->phase == Phase::Forward ? step->node : -1;
-      open_saves_[event.save_id] = OpenSave{it->second, node};
-      return;
-    }
-    const auto it = open_saves_.find(event.save_id);
-    if (it == open_saves_.end()) return;  // saved before the iteration
-    profile_.tensors[it->second.tensor].saved_by->push_back({it->second.node, event.step});
-    open_saves_.erase(it);
-  }
-
-  struct OpenSave {
-    int tensor = -1;
-    int node = -1;
-  };
-
-  Profile& profile_;
-  std::map<uint64_t, OpenSave> open_saves_;  // ordered: saves left open are listed in save order
-  std::unordered_map<const void*, int> live_;
-  std::unordered_map<int, const void*> ptr_at_end_;
-  std::unordered_map<std::string, int> value_tensor_;
-  std::unordered_map<std::string, ObservedValue> observed_value_;
-};
-
-// The graph's cut facts (profile.nodes and profile.values already hold them)
-// completed with what the run observed: how many bytes a copy of each value takes.
-void fillObservedValueFacts(Profile& profile, const TensorBook& book, const PreparedRun& run) {
-  for (GraphValue& value : profile.values) {
-    if (value.producer_node < 0) {
-      const int input_index = value.id - 1;  // value 0 is the module itself
-      if (input_index >= 0 && input_index < static_cast<int>(run.inputs.size())) {
-        value.bytes = static_cast<int64_t>(run.inputs[input_index].numel()) * run.inputs[input_index].element_size();
-      }
-      continue;
-    }
-    if (const ObservedValue* seen = book.observedValue(value.name)) {
-      value.bytes = seen->bytes;
-    }
-  }
-}
-
-void fillNodes(Profile& profile, const IterationRecord& record, const std::vector<double>& step_time_us) {
-  // Forward steps carry the next autograd sequence number at their marker; every
-  // autograd node created while the step ran has a number in [that, next marker's).
-  std::vector<std::pair<int64_t, int>> sequence_starts;  // (sequence at marker, node)
-  for (size_t s = 0; s < record.steps.size(); ++s) {
-    const StepTiming& step = record.steps[s];
-    if (step.phase == Phase::Loss) sequence_starts.emplace_back(step.sequence_at_start, -1);
-    if (step.phase != Phase::Forward || step.node < 0) continue;
-    ForwardNode& n = profile.nodes[step.node];
-    n.forward_step = static_cast<int>(s);
-    n.forward_time_us = step_time_us[s];
-    sequence_starts.emplace_back(step.sequence_at_start, step.node);
-  }
-  std::sort(sequence_starts.begin(), sequence_starts.end());
-  for (size_t s = 0; s < record.steps.size(); ++s) {
-    const StepTiming& step = record.steps[s];
-    if (step.phase != Phase::Backward || step.autograd_sequence_nr < 0) continue;
-    auto it = std::upper_bound(sequence_starts.begin(), sequence_starts.end(),
-                               std::make_pair(step.autograd_sequence_nr, std::numeric_limits<int>::max()));
-    if (it == sequence_starts.begin()) continue;
-    const int node = std::prev(it)->second;
-    if (node < 0) continue;  // created by the loss, after forward
-    profile.steps[s].node = node;
-    profile.nodes[node].backward_steps.push_back(static_cast<int>(s));
-  }
-}
-
 }  // namespace
 
 Profile recordProfile(const RecordOptions& options) {
@@ -480,7 +283,6 @@ Profile recordProfile(const RecordOptions& options) {
   progress("loading " + options.model_path);
   torch::jit::Module module = loadModel(options.model_path, options.run.device);
   const std::shared_ptr<torch::jit::Graph> graph = inlinedForwardGraph(module);
-  const std::vector<torch::jit::Node*> nodes = topLevelNodes(*graph);
   GraphCutFacts facts = describeCutFacts(module, graph);
   PreparedRun run = prepare(options, *graph);
   run.inputs = makeInputs(run.input_specs, options.run.device, options.run.seed);
@@ -592,125 +394,22 @@ Profile recordProfile(const RecordOptions& options) {
     profile.meta.forward_without_grad_ratio =
         std::min(1.0, median(no_grad_forward_us) / median(plain_forward_us));
 
-  profile.event_count = static_cast<int>(record.events.size());
-  for (size_t s = 0; s < record.steps.size(); ++s) {
-    const StepTiming& timing = record.steps[s];
-    Step step;
-    step.index = static_cast<int>(s);
-    step.phase = timing.phase;
-    step.node = timing.node;
-    step.op = timing.node >= 0 ? std::string(nodes[timing.node]->kind().toQualString()) : timing.op;
-    step.scope = timing.node >= 0 ? moduleScope(nodes[timing.node]) : "";
-    step.first_event = timing.first_event;
-    step.time_us = step_time_us[s];
-    profile.steps.push_back(std::move(step));
-  }
+  // Everything else is derived from the first measured iteration's events.
   profile.nodes = std::move(facts.nodes);
   profile.values = std::move(facts.values);
   profile.graph_outputs = std::move(facts.graph_outputs);
-  fillNodes(profile, record, step_time_us);
-  for (Step& step : profile.steps)
-    if (step.phase == Phase::Backward && step.node >= 0) step.scope = profile.nodes[step.node].scope;
-
-  // The allocator's own counter, per step and at the start.
-  if (!record.events.empty())
-    profile.meta.allocator_bytes_at_start = record.events[0].allocator_total - record.events[0].delta_bytes;
-  int64_t allocator_now = profile.meta.allocator_bytes_at_start;
-  profile.summary.allocator_peak_bytes = allocator_now;
-  for (size_t s = 0; s < profile.steps.size(); ++s) {
-    Step& step = profile.steps[s];
-    const int end = s + 1 < profile.steps.size() ? profile.steps[s + 1].first_event : profile.event_count;
-    step.allocator_peak_bytes = allocator_now;
-    for (int e = step.first_event; e < end; ++e) {
-      allocator_now = record.events[e].allocator_total;
-      step.allocator_peak_bytes = std::max(step.allocator_peak_bytes, allocator_now);
-    }
-    step.allocator_bytes = allocator_now;
-    profile.summary.allocator_peak_bytes = std::max(profile.summary.allocator_peak_bytes, step.allocator_peak_bytes);
+  IterationOutcome& outcome = measured.front();
+  MeasuredIteration iteration;
+  iteration.record = std::move(outcome.record);
+  iteration.step_time_us = std::move(step_time_us);
+  iteration.statics = std::move(statics);
+  iteration.gradient_ptrs = std::move(outcome.gradient_ptrs);
+  iteration.output_ptrs = std::move(outcome.output_ptrs);
+  for (const at::Tensor& input : run.inputs) {
+    iteration.input_ptrs.push_back(input.has_storage() ? input.storage().data() : nullptr);
+    iteration.input_bytes.push_back(static_cast<int64_t>(input.numel()) * input.element_size());
   }
-  // Reserved bytes only where the allocator reports them: a caching allocator
-  // (CUDA) reserves more than it allocates; the CPU allocator reports 0.
-  int64_t reserved_peak = 0;
-  for (const AllocationEvent& event : record.events) reserved_peak = std::max(reserved_peak, event.allocator_reserved);
-  if (reserved_peak > 0) profile.summary.reserved_peak_bytes = reserved_peak;
-
-  // Tensors: statics first, then every allocation of the measured iteration.
-  TensorBook book(profile, statics);
-  book.replay(record, *graph, nodes);
-  fillObservedValueFacts(profile, book, run);
-  for (size_t i = 1; i < graph->inputs().size(); ++i) {
-    const at::Tensor& input = run.inputs[i - 1];
-    if (input.has_storage()) book.bindValue(graph->inputs()[i]->debugName(), input.storage().data());
-  }
-  const IterationOutcome& outcome = measured.front();
-  for (TensorRecord& t : profile.tensors) {
-    if (t.free_event == -2) {
-      t.free_event = profile.event_count;
-      t.free_step = -1;
-    }
-    if (t.alloc_event < 0) continue;
-    const Phase alloc_phase = profile.steps[t.alloc_step].phase;
-    if (alloc_phase == Phase::Forward) t.producer_node = profile.steps[t.alloc_step].node;
-    const bool alive_at_end = t.free_event == profile.event_count;
-    const void* ptr = alive_at_end ? book.ptrAtEnd(t.id) : nullptr;
-    const Phase free_phase = alive_at_end ? Phase::Optimizer : profile.steps[t.free_step].phase;
-    if (ptr && outcome.gradient_ptrs.count(ptr))
-      t.category = Category::Gradient;
-    else if (ptr && outcome.output_ptrs.count(ptr))
-      t.category = Category::Output;
-    else if (alive_at_end && alloc_phase == Phase::Optimizer)
-      t.category = Category::OptimizerState;
-    else if (alloc_phase == Phase::Forward && (alive_at_end || free_phase != Phase::Forward))
-      t.category = Category::Activation;
-    else
-      t.category = Category::Temporary;
-  }
-
-  // The CUDA caching allocator counts every live block on the device, including
-  // what was there before the iteration and is not a weight, input or optimizer
-  // state (cuBLAS/cuDNN workspaces, tensors a previous iteration left alive).
-  // One record for it keeps the categories adding up to the allocator's bytes.
-  // (The CPU allocator counts only what it saw while profiling was on.)
-  if (device_type == c10::DeviceType::CUDA) {
-    int64_t known_static_bytes = 0;
-    for (const TensorRecord& t : profile.tensors)
-      if (t.alloc_event < 0) known_static_bytes += t.bytes;
-    const int64_t unattributed = profile.meta.allocator_bytes_at_start - known_static_bytes;
-    if (unattributed > 0) {
-      TensorRecord t;
-      t.id = static_cast<int>(profile.tensors.size());
-      t.bytes = unattributed;
-      t.category = Category::Temporary;
-      t.name = "live before the iteration (allocator workspaces and leftovers)";
-      t.device = options.run.device;
-      t.alloc_event = -1;
-      t.free_event = profile.event_count;
-      profile.tensors.push_back(std::move(t));
-    }
-  }
-
-  // Readers of each storage: the nodes whose reads (list and tuple elements
-  // included) name a value on it. Duplicable nodes only pass values on to
-  // their readers, which are the real users.
-  for (const ForwardNode& node : profile.nodes) {
-    if (node.role == CutRole::Duplicable) continue;
-    std::set<int> tensors_read;
-    for (int v : node.reads)
-      for (int t : book.tensorsOfValue(profile.values[v].name)) tensors_read.insert(t);
-    for (int t : tensors_read) profile.tensors[t].users.push_back(node.id);
-  }
-  for (TensorRecord& t : profile.tensors) {
-    for (int user : t.users)
-      t.last_forward_use_step = std::max(t.last_forward_use_step, profile.nodes[user].forward_step);
-    std::vector<int> related = t.users;
-    if (t.producer_node >= 0) related.push_back(t.producer_node);
-    for (int node : related)
-      for (int step : profile.nodes[node].backward_steps)
-        if (t.first_backward_use_step < 0 || step < t.first_backward_use_step) t.first_backward_use_step = step;
-  }
-
-  for (const Step& step : profile.steps) profile.summary.phase_time_us[static_cast<int>(step.phase)] += step.time_us;
-  timelineFromTensors(profile);
+  deriveProfile(profile, iteration);
   return profile;
 }
 

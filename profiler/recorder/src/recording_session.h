@@ -19,65 +19,12 @@
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <ATen/record_function.h>
 
+#include "acprof/event_stream.h"
 #include "acprof/profile_format.h"
 #include "gpu_kernel_timer.h"
 #include "saved_tensor_hooks.h"
 
 namespace acprof {
-
-struct AllocationEvent {
-  void* ptr = nullptr;
-  int64_t delta_bytes = 0;       // +size on allocation, -size on free
-  int64_t allocator_total = 0;   // the allocator's own live-bytes counter after it
-  int64_t allocator_reserved = 0;  // its reserved total after it (the CPU allocator reports 0)
-  int step = -1;                 // index into the iteration's steps
-};
-
-struct StepTiming {
-  Phase phase = Phase::Forward;
-  int node = -1;                 // forward node id for forward steps
-  std::string op;
-  int64_t autograd_sequence_nr = -1;  // for backward steps: the autograd node's
-  int64_t sequence_at_start = -1;     // for forward steps: next sequence number at the marker
-  int first_event = 0;
-  int64_t start_ns = 0;
-  int64_t end_ns = -1;           // set by RecordFunction's end for backward steps
-  double gpu_time_us = -1;       // summed kernel time on CUDA with CUPTI, else -1
-};
-
-// A forward value seen by the observer op right after its node ran.
-struct ObservedValue {
-  int node = -1;
-  int output_index = 0;
-  int list_index = -1;           // position inside a Tensor[] output, -1 for a Tensor
-  const void* storage_ptr = nullptr;
-  std::vector<int64_t> shape;
-  std::string dtype;
-  bool requires_grad = false;
-  int64_t bytes = 0;             // numel * element size
-  int event_index = 0;           // number of events recorded before it
-};
-
-// Autograd saved a tensor for backward (storage_ptr set), or let one go (null).
-// A save and its release share save_id.
-struct SavedTensorEvent {
-  uint64_t save_id = 0;
-  const void* storage_ptr = nullptr;
-  int step = -1;                 // the step running when it happened
-  int event_index = 0;           // number of allocation events recorded before it
-};
-
-// How step times were taken: "cpu_wall" (CPU), "cupti_kernels" (CUDA with
-// CUPTI: summed GPU kernel time), "cuda_sync_wall" (CUDA without CUPTI: wall
-// time with the device synchronized at every step boundary).
-struct IterationRecord {
-  std::string time_source = "cpu_wall";
-  std::vector<AllocationEvent> events;
-  std::vector<StepTiming> steps;
-  std::vector<ObservedValue> observed;
-  std::vector<SavedTensorEvent> saved_tensors;
-  int64_t end_ns = 0;
-};
 
 class RecordingSession {
  public:

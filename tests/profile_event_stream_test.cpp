@@ -1,0 +1,182 @@
+// The profile derived from a hand-written event stream: what deriveProfile
+// makes of allocations, frees, steps, observed values and saves, torch-free.
+#include "acprof/event_stream.h"
+
+#include <numeric>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace acprof {
+namespace {
+
+// Fake storage addresses: the derivation only compares them.
+void* storage(int n) { return reinterpret_cast<void*>(static_cast<uintptr_t>(0x1000 * n)); }
+
+int64_t categoryOf(const CategoryBytes& bytes, Category category) { return bytes[static_cast<int>(category)]; }
+
+// h = linear(x, W); y = relu(h); loss of y; backward: relu's, then linear's.
+// relu saves h for backward; linear's backward frees h and makes W's gradient.
+//
+//   step 0  forward node 0 (linear)   e0 +128 h
+//   step 1  forward node 1 (relu)     e1 +128 y            relu saves h (save 7)
+//   step 2  loss                      e2 +4   loss
+//   step 3  ReluBackward0   (seq 1)   e3 +128 dh
+//   step 4  AddmmBackward0  (seq 0)   e4 +400 dW, e5 -128 dh, relu's save released, e6 -128 h
+class TwoNodeStream : public testing::Test {
+ protected:
+  void SetUp() override {
+    profile.meta.run.device = "cpu";
+    profile.nodes.resize(2);
+    profile.nodes[0].id = 0;
+    profile.nodes[0].kind = "aten::linear";
+    profile.nodes[0].scope = "fc";
+    profile.nodes[0].outputs = {"h"};
+    profile.nodes[0].reads = {1};
+    profile.nodes[1].id = 1;
+    profile.nodes[1].kind = "aten::relu";
+    profile.nodes[1].outputs = {"y"};
+    profile.nodes[1].reads = {2};
+    const char* names[] = {"self", "x", "h", "y"};
+    for (int v = 0; v < 4; ++v) {
+      GraphValue value;
+      value.id = v;
+      value.name = names[v];
+      value.producer_node = v < 2 ? -1 : v - 2;
+      value.is_tensor = v > 0;
+      profile.values.push_back(value);
+    }
+    profile.graph_outputs = {3};
+
+    IterationRecord& r = iteration.record;
+    auto step = [&](Phase phase, int node, const char* op, int64_t sequence, int first_event) {
+      StepTiming s;
+      s.phase = phase;
+      s.node = node;
+      s.op = op;
+      (phase == Phase::Backward ? s.autograd_sequence_nr : s.sequence_at_start) = sequence;
+      s.first_event = first_event;
+      r.steps.push_back(s);
+    };
+    step(Phase::Forward, 0, "", 0, 0);
+    step(Phase::Forward, 1, "", 1, 1);
+    step(Phase::Loss, -1, "loss", 2, 2);
+    step(Phase::Backward, -1, "ReluBackward0", 1, 3);
+    step(Phase::Backward, -1, "AddmmBackward0", 0, 4);
+    int64_t total = 464;  // W and x
+    auto event = [&](int ptr, int64_t delta, int at_step) {
+      total += delta;
+      r.events.push_back(AllocationEvent{storage(ptr), delta, total, 0, at_step});
+    };
+    event(3, 128, 0);   // h
+    event(4, 128, 1);   // y
+    event(5, 4, 2);     // loss
+    event(6, 128, 3);   // dh
+    event(7, 400, 4);   // dW
+    event(6, -128, 4);  // dh
+    event(3, -128, 4);  // h
+    ObservedValue h;
+    h.node = 0;
+    h.storage_ptr = storage(3);
+    h.shape = {4, 8};
+    h.dtype = "float32";
+    h.bytes = 128;
+    h.event_index = 1;
+    ObservedValue y = h;
+    y.node = 1;
+    y.storage_ptr = storage(4);
+    y.event_index = 2;
+    r.observed = {h, y};
+    r.saved_tensors = {SavedTensorEvent{7, storage(3), 1, 2}, SavedTensorEvent{7, nullptr, 4, 6}};
+    iteration.step_time_us = {10, 5, 1, 4, 20};
+    iteration.statics = {StaticStorage{storage(1), 400, Category::Weight, "fc.weight", {10, 10}, "float32"},
+                         StaticStorage{storage(2), 64, Category::Input, "input0", {4, 4}, "float32"}};
+    iteration.gradient_ptrs = {storage(7)};
+    iteration.output_ptrs = {storage(4), storage(5)};
+    iteration.input_ptrs = {storage(2)};
+    iteration.input_bytes = {64};
+  }
+
+  Profile profile;
+  MeasuredIteration iteration;
+};
+
+TEST_F(TwoNodeStream, EachStorageGetsItsLifetimeCategoryAndName) {
+  deriveProfile(profile, iteration);
+  ASSERT_EQ(profile.tensors.size(), 7u);  // W, x, then the five allocations in event order
+  const TensorRecord& h = profile.tensors[2];
+  EXPECT_EQ(h.name, "h");
+  EXPECT_EQ(h.shape, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(h.alloc_step, 0);
+  EXPECT_EQ(h.free_step, 4);
+  EXPECT_EQ(h.producer_node, 0);
+  EXPECT_EQ(h.category, Category::Activation);  // made in forward, freed in backward
+  EXPECT_EQ(profile.tensors[3].category, Category::Output);    // y, the model's output
+  EXPECT_EQ(profile.tensors[3].free_event, profile.event_count);  // alive after the iteration
+  EXPECT_EQ(profile.tensors[4].category, Category::Output);    // the loss
+  EXPECT_EQ(profile.tensors[5].category, Category::Temporary);  // dh: made and freed in backward
+  EXPECT_EQ(profile.tensors[6].category, Category::Gradient);   // dW
+  EXPECT_EQ(profile.tensors[0].category, Category::Weight);
+  EXPECT_EQ(profile.tensors[0].alloc_event, -1);
+}
+
+TEST_F(TwoNodeStream, ReadersFirstAndLastUseAndSavesComeFromTheGraphAndTheStream) {
+  deriveProfile(profile, iteration);
+  const TensorRecord& x = profile.tensors[1];
+  const TensorRecord& h = profile.tensors[2];
+  EXPECT_EQ(x.users, std::vector<int>{0});  // bound to graph value x through the forward argument
+  EXPECT_EQ(h.users, std::vector<int>{1});
+  EXPECT_EQ(h.last_forward_use_step, 1);
+  EXPECT_EQ(h.first_backward_use_step, 3);  // relu's backward (its reader's) comes before linear's
+  ASSERT_TRUE(h.saved_by.has_value());
+  ASSERT_EQ(h.saved_by->size(), 1u);
+  EXPECT_EQ((*h.saved_by)[0].node, 1);
+  EXPECT_EQ((*h.saved_by)[0].release_step, 4);
+  EXPECT_TRUE(profile.tensors[3].saved_by->empty());  // recorded: nothing saved y
+  EXPECT_EQ(profile.values[2].bytes, 128);  // what a copy of h takes, as observed
+  EXPECT_EQ(profile.values[1].bytes, 64);   // the forward argument's size
+}
+
+TEST_F(TwoNodeStream, BackwardStepsBelongToTheNodeThatCreatedTheirAutogradNode) {
+  deriveProfile(profile, iteration);
+  EXPECT_EQ(profile.nodes[0].forward_step, 0);
+  EXPECT_EQ(profile.nodes[1].forward_step, 1);
+  EXPECT_EQ(profile.nodes[0].backward_steps, std::vector<int>{4});
+  EXPECT_EQ(profile.nodes[1].backward_steps, std::vector<int>{3});
+  EXPECT_EQ(profile.steps[4].node, 0);
+  EXPECT_EQ(profile.steps[4].scope, "fc");  // a backward step takes its forward node's scope
+  EXPECT_EQ(profile.steps[0].op, "aten::linear");
+  EXPECT_EQ(profile.steps[3].op, "ReluBackward0");
+  EXPECT_DOUBLE_EQ(profile.nodes[0].forward_time_us, 10);
+}
+
+// The peak is at e4 (dW made while dh and h are alive): W 400 + x 64 + h 128 +
+// y 128 + loss 4 + dh 128 + dW 400 = 1252 B, and its categories add up to it,
+// as do the allocator's own counters.
+TEST_F(TwoNodeStream, PeakAndItsBreakdownAddUpToWhatTheAllocatorSaw) {
+  deriveProfile(profile, iteration);
+  EXPECT_EQ(profile.summary.peak_bytes, 1252);
+  EXPECT_EQ(profile.summary.peak_step, 4);
+  const CategoryBytes& b = profile.summary.peak_breakdown;
+  EXPECT_EQ(std::accumulate(b.begin(), b.end(), int64_t{0}), profile.summary.peak_bytes);
+  EXPECT_EQ(categoryOf(b, Category::Gradient), 400);
+  EXPECT_EQ(categoryOf(b, Category::Temporary), 128);
+  EXPECT_EQ(categoryOf(b, Category::Activation), 128);
+  EXPECT_EQ(profile.summary.allocator_peak_bytes, 1252);  // the counter started at the 464 B of W and x
+  EXPECT_EQ(profile.meta.allocator_bytes_at_start, 464);
+  EXPECT_DOUBLE_EQ(profile.summary.phase_time_us[static_cast<int>(Phase::Backward)], 24);
+}
+
+// A free of a storage the recorder never listed (allocated before the
+// iteration by something it does not enumerate) still balances the books.
+TEST_F(TwoNodeStream, AFreeOfAnUnlistedStorageIsAStorageFromBeforeTheIteration) {
+  iteration.record.events.push_back(AllocationEvent{storage(9), -32, 1092, 0, 4});
+  deriveProfile(profile, iteration);
+  const TensorRecord& unlisted = profile.tensors.back();
+  EXPECT_EQ(unlisted.bytes, 32);
+  EXPECT_EQ(unlisted.alloc_event, -1);
+  EXPECT_EQ(unlisted.free_step, 4);
+}
+
+}  // namespace
+}  // namespace acprof
