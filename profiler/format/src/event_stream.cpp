@@ -25,15 +25,20 @@ class TensorBook {
   }
 
   void replay(const IterationRecord& record) {
+    // Observed values and saves happened between allocation events: each is
+    // applied once the events recorded before it have been.
     size_t next_observed = 0;
     size_t next_saved = 0;
-    for (size_t e = 0; e < record.events.size(); ++e) {
-      for (; next_observed < record.observed.size() && record.observed[next_observed].event_index <= (int)e;
+    auto catchUp = [&](int events_done) {
+      for (; next_observed < record.observed.size() && record.observed[next_observed].event_index <= events_done;
            ++next_observed)
         observe(record.observed[next_observed]);
-      for (; next_saved < record.saved_tensors.size() && record.saved_tensors[next_saved].event_index <= (int)e;
+      for (; next_saved < record.saved_tensors.size() && record.saved_tensors[next_saved].event_index <= events_done;
            ++next_saved)
         saved(record.saved_tensors[next_saved], record);
+    };
+    for (size_t e = 0; e < record.events.size(); ++e) {
+      catchUp(static_cast<int>(e));
       const AllocationEvent& event = record.events[e];
       if (event.delta_bytes > 0) {
         TensorRecord& t = newRecord(event.delta_bytes, static_cast<int>(e));
@@ -54,8 +59,7 @@ class TensorBook {
         profile_.tensors[id].free_step = event.step;
       }
     }
-    for (; next_observed < record.observed.size(); ++next_observed) observe(record.observed[next_observed]);
-    for (; next_saved < record.saved_tensors.size(); ++next_saved) saved(record.saved_tensors[next_saved], record);
+    catchUp(std::numeric_limits<int>::max());
     // Saves still held when the iteration ended (a graph nothing ran backward through).
     for (const auto& [save_id, save] : open_saves_) profile_.tensors[save.tensor].saved_by->push_back({save.node, -1});
     for (auto& [ptr, id] : live_) ptr_at_end_[id] = ptr;
