@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "acprof/model_file.h"
+#include "acprof/run_modes.h"
+#include "acprof/synthetic_inputs.h"
 #include "acprof/recorder.h"
 #include "acprof/training_step.h"
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "acprof/model_file.h"
 #include "acprof/recorder.h"
 #include "acprof/rewriter.h"
 #include "graph_surgery.h"

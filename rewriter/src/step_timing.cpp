@@ -6,6 +6,9 @@
 
 #include <ATen/Context.h>
 
+#include "acprof/model_file.h"
+#include "acprof/run_modes.h"
+#include "acprof/synthetic_inputs.h"
 #include "acprof/optimizer.h"
 #include "acprof/rewriter.h"
 

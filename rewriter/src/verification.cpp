@@ -8,6 +8,9 @@
 #include <ATen/Context.h>
 #include <fmt/format.h>
 
+#include "acprof/model_file.h"
+#include "acprof/run_modes.h"
+#include "acprof/synthetic_inputs.h"
 #include "acprof/rewriter.h"
 #include "acprof/training_step.h"
 

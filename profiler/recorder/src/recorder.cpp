@@ -11,6 +11,10 @@
 #include <torch/version.h>
 #include <fmt/format.h>
 
+#include "acprof/loss.h"
+#include "acprof/model_file.h"
+#include "acprof/run_modes.h"
+#include "acprof/synthetic_inputs.h"
 #include "acprof/cut_facts.h"
 #include "acprof/forward_graph.h"
 #include "acprof/optimizer.h"

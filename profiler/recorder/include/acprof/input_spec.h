@@ -1,7 +1,7 @@
 // Input specifications: "float32[32,3,224,224]", "int64[8,512]:0..50257".
 //
 // Parsed without LibTorch so that errors are plain values; materialized into
-// tensors by training_step.h.
+// tensors by synthetic_inputs.h.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,27 @@
+#include "acprof/run_modes.h"
+
+#include <torch/csrc/jit/passes/autocast.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <fmt/format.h>
+
+#include "acprof/recorder.h"
+
+namespace acprof {
+
+void checkAutocastDtype(const std::string& dtype) {
+  if (!dtype.empty() && dtype != "bfloat16" && dtype != "float16")
+    throw RecordError(fmt::format("unknown autocast dtype '{}'; use bfloat16, float16 or off", dtype));
+}
+
+AutocastScope::AutocastScope(const std::string& dtype, c10::DeviceType device_type)
+    : state_(AutocastState::current().enabledFor(device_type, dtype == "float16" ? at::kHalf : at::kBFloat16)),
+      previous_jit_pass_(torch::jit::setAutocastMode(false)) {}
+
+AutocastScope::~AutocastScope() { torch::jit::setAutocastMode(previous_jit_pass_); }
+
+ExecutorModeGuard::ExecutorModeGuard(bool optimize) : previous_(torch::jit::getGraphExecutorOptimize()) {
+  torch::jit::setGraphExecutorOptimize(optimize);
+}
+ExecutorModeGuard::~ExecutorModeGuard() { torch::jit::setGraphExecutorOptimize(previous_); }
+
+}  // namespace acprof
