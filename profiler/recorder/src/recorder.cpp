@@ -79,18 +79,6 @@ PreparedRun prepare(const RecordOptions& options, const torch::jit::Graph& graph
 }
 
 
-std::string dtypeOf(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kLong: return "int64";
-    case at::kInt: return "int32";
-    case at::kBool: return "bool";
-    default: return c10::toString(t.scalar_type());
-  }
-}
 
 void addStatic(std::vector<StaticStorage>& out, std::set<const void*>& seen, const at::Tensor& t, Category category,
                const std::string& name) {
@@ -98,7 +86,7 @@ void addStatic(std::vector<StaticStorage>& out, std::set<const void*>& seen, con
   const void* ptr = t.storage().data();
   if (!ptr || !seen.insert(ptr).second) return;  // tied weights share one storage
   out.push_back(StaticStorage{ptr, static_cast<int64_t>(t.storage().nbytes()), category, name, t.sizes().vec(),
-                              dtypeOf(t)});
+                              dtypeName(t.scalar_type())});
 }
 
 std::vector<StaticStorage> staticStorages(const torch::jit::Module& module, const PreparedRun& run,

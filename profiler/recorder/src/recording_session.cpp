@@ -8,6 +8,7 @@
 #include <c10/core/Allocator.h>
 #include <torch/cuda.h>
 
+#include "acprof/synthetic_inputs.h"
 #include "acprof/torch_compat.h"
 
 namespace acprof {
@@ -47,21 +48,6 @@ void backwardFunctionEnded(const at::RecordFunction& /*fn*/, at::ObserverContext
   if (session && context) session->onBackwardFunctionEnd(static_cast<BackwardStepContext*>(context)->step);
 }
 
-std::string dtypeName(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kLong: return "int64";
-    case at::kInt: return "int32";
-    case at::kBool: return "bool";
-    case at::kByte: return "uint8";
-    case at::kChar: return "int8";
-    case at::kShort: return "int16";
-    default: return c10::toString(t.scalar_type());
-  }
-}
 
 }  // namespace
 
@@ -170,7 +156,7 @@ void RecordingSession::onObservedValue(int node, int output_index, int list_inde
   observed.list_index = list_index;
   observed.storage_ptr = value.storage().data();
   observed.shape = value.sizes().vec();
-  observed.dtype = dtypeName(value);
+  observed.dtype = dtypeName(value.scalar_type());
   observed.requires_grad = value.requires_grad();
   observed.bytes = static_cast<int64_t>(value.numel()) * static_cast<int64_t>(value.element_size());
   observed.event_index = static_cast<int>(current_.events.size());

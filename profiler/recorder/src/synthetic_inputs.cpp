@@ -18,6 +18,22 @@ at::ScalarType scalarTypeOf(const std::string& dtype) {
 
 }  // namespace
 
+std::string dtypeName(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kBool: return "bool";
+    case at::kByte: return "uint8";
+    case at::kChar: return "int8";
+    case at::kShort: return "int16";
+    default: return c10::toString(type);
+  }
+}
+
 at::Tensor makeTensor(const InputSpec& spec, const std::string& device) {
   const auto options = at::TensorOptions().dtype(scalarTypeOf(spec.dtype));
   at::Tensor tensor;
