@@ -60,17 +60,6 @@ void checkPlanMatchesModel(const Plan& plan, const std::string& model_path) {
   }
 }
 
-void checkOutputPath(const std::string& model_path, const std::string& output_path) {
-  std::error_code error;
-  if (fs::weakly_canonical(model_path, error) == fs::weakly_canonical(output_path, error)) {
-    throw RewriteError(fmt::format("the output path {} is the input model; pass another path with -o", output_path));
-  }
-  const fs::path directory = fs::absolute(output_path).parent_path();
-  if (!fs::is_directory(directory)) {
-    throw RewriteError(fmt::format("cannot write {}: directory {} does not exist; create it or pass another -o",
-                                   output_path, directory.string()));
-  }
-}
 
 StepConfig verificationConfig(const Plan& plan) {
   if (plan.profile_path.empty() || !fs::exists(plan.profile_path)) {
@@ -103,7 +92,7 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
   if (!fs::exists(result.model_path)) {
     throw RewriteError(fmt::format("{}: no such file; pass the model the plan was made for", result.model_path));
   }
-  checkOutputPath(result.model_path, result.output_path);
+  checkOutputPath(result.output_path, {result.model_path});
   checkPlanMatchesModel(plan, result.model_path);
   // Read before any work, so a missing profile fails fast.
   std::optional<StepConfig> config;

@@ -5,12 +5,22 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace acprof {
 
 // Throws acprof::Error (bad input) naming the path and the fix.
 std::string readWholeFile(const std::string& path);
 void writeFileAtomically(const std::string& path, const std::string& contents);
+
+// Checks made before any work starts, so that a bad output path fails fast
+// and an input is never overwritten. Each throws a one-line Error (bad input).
+// `output` must not be one of `inputs`, a directory, or in a missing or
+// unwritable directory.
+void checkOutputPath(const std::string& output, const std::vector<std::string>& inputs);
+// `directory` exists or can be created (its nearest existing ancestor is a
+// writable directory). Creates nothing.
+void checkOutputDirectory(const std::string& directory);
 
 // A temporary file that is removed when the scope ends unless released (it
 // was renamed into place), and also when SIGINT, SIGTERM or SIGHUP ends the
