@@ -83,17 +83,17 @@ TEST(PhaseAlignedAxis, MapsEachPhaseOfOneProfileOntoTheSamePhaseOfTheOther) {
   // The same phases with other lengths. Before: forward [0,5), loss [5,6),
   // backward [6,11), optimizer [11,12). After: forward [0,2), loss [2,3),
   // backward [3,9), optimizer [9,10).
-  testing::SyntheticProfileBuilder b;
-  const int node = b.addNode("acprof::checkpoint", "features");
-  b.beginStep(Phase::Forward, "acprof::checkpoint", "features", node, 1);
-  b.release(b.allocate(8, Category::Temporary, "x"));
-  b.beginStep(Phase::Loss, "loss", "", -1, 1);
-  b.allocate(4, Category::Output, "loss");
-  b.beginStep(Phase::Backward, "CheckpointBackward", "features", node, 1);
-  for (int i = 0; i < 3; ++i) b.release(b.allocate(8, Category::Temporary, "y"));
-  b.beginStep(Phase::Optimizer, "optimizer.step", "", -1, 1);
-  b.allocate(4, Category::OptimizerState, "m");
-  const Profile after = b.finish("after.pt");
+  testing::ProfileBuilder b;
+  const int node = b.node("acprof::checkpoint", {}, {}, 1, "features");
+  b.free(b.alloc(8, Category::Temporary, "x"));
+  b.loss(1);
+  b.alloc(4, Category::Output, "loss");
+  b.backward(node, 1, "CheckpointBackward");
+  for (int i = 0; i < 3; ++i) b.free(b.alloc(8, Category::Temporary, "y"));
+  b.optimizer(1);
+  b.alloc(4, Category::OptimizerState, "m");
+  b.model("after.pt", "sha-synthetic");
+  const Profile after = b.finish();
   const PhaseAlignedAxis aligned(after, before);
   EXPECT_DOUBLE_EQ(aligned.map(0), 0);
   EXPECT_DOUBLE_EQ(aligned.map(1), 2.5);   // half of forward

@@ -1,32 +1,15 @@
-// Hand-built profiles for the viz tests: every event, byte count and step is
-// chosen here, so the tests can check the renderers against numbers they know
-// without running the recorder.
+// Hand-built profiles for the viz tests (made with the shared ProfileBuilder):
+// every event, byte count and step is chosen here, so the tests can check the
+// renderers against numbers they know without running the recorder.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "acprof/plan_format.h"
-#include "acprof/profile_format.h"
+#include "profile_builder.h"
 
 namespace acprof::testing {
-
-// Records a timeline one event at a time: every allocate() and release() is
-// the next allocator event.
-class SyntheticProfileBuilder {
- public:
-  int addNode(const std::string& kind, const std::string& scope);
-  int addStatic(int64_t bytes, Category category, const std::string& name);
-  void beginStep(Phase phase, const std::string& op, const std::string& scope, int node, double time_us);
-  int allocate(int64_t bytes, Category category, const std::string& name, int producer_node = -1);
-  void release(int tensor_id);
-  int eventCount() const { return event_count_; }
-  Profile finish(const std::string& model_path = "synthetic.pt", const std::string& sha256 = "sha-synthetic");
-
- private:
-  Profile profile_;
-  int event_count_ = 0;
-};
 
 // A three-node model (conv, relu, linear; scopes "features.conv", ...) with a
 // forward, a loss, a backward and an optimizer step. Its numbers:
