@@ -1,7 +1,5 @@
 #include "profile_summary.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 namespace acprof::cli {
@@ -18,16 +16,11 @@ std::string profileSummaryText(const Profile& p) {
     if (s.peak_breakdown[c] > 0)
       out += fmt::format("  {:<16} {:>12}\n", categoryName(static_cast<Category>(c)), formatBytes(s.peak_breakdown[c]));
 
-  std::vector<const TensorRecord*> activations;
-  for (const TensorRecord& t : p.tensors)
-    if (t.category == Category::Activation) activations.push_back(&t);
-  std::stable_sort(activations.begin(), activations.end(),
-                   [](const TensorRecord* a, const TensorRecord* b) { return a->bytes > b->bytes; });
+  const std::vector<const TensorRecord*> activations = largestActivations(p, 10);
   if (!activations.empty()) out += "largest activations:\n";
-  for (size_t i = 0; i < activations.size() && i < 10; ++i) {
-    const TensorRecord& t = *activations[i];
-    const ForwardNode* node = p.findNode(t.producer_node);
-    out += fmt::format("  {:>12}  {:<24} {}\n", formatBytes(t.bytes), node ? node->kind : "?",
+  for (const TensorRecord* t : activations) {
+    const ForwardNode* node = p.findNode(t->producer_node);
+    out += fmt::format("  {:>12}  {:<24} {}\n", formatBytes(t->bytes), node ? node->kind : "?",
                        node && !node->scope.empty() ? node->scope : "(top level)");
   }
   const auto& times = s.phase_time_us;

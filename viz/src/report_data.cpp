@@ -61,18 +61,12 @@ json stepsTable(const Profile& profile) {
   return {{"op", op}, {"scope", scope}, {"phase", phase}, {"first_event", first_event}, {"time_us", time_us}};
 }
 
-json largestActivations(const Profile& profile, const Plan* plan, size_t count) {
-  std::vector<const TensorRecord*> activations;
-  for (const TensorRecord& t : profile.tensors)
-    if (t.category == Category::Activation) activations.push_back(&t);
-  std::stable_sort(activations.begin(), activations.end(),
-                   [](const TensorRecord* a, const TensorRecord* b) { return a->bytes > b->bytes; });
-  if (activations.size() > count) activations.resize(count);
+json largestActivationRows(const Profile& profile, const Plan* plan, size_t count) {
   std::vector<int> dropped;
   if (plan)
     for (const SegmentCut& s : plan->segments) dropped.insert(dropped.end(), s.dropped_tensors.begin(), s.dropped_tensors.end());
   json rows = json::array();
-  for (const TensorRecord* t : activations) {
+  for (const TensorRecord* t : largestActivations(profile, count)) {
     const ForwardNode* producer = profile.findNode(t->producer_node);
     rows.push_back({{"bytes", t->bytes},
                     {"op", producer ? producer->kind : ""},
@@ -97,12 +91,8 @@ std::string timeSourceText(const std::string& time_source) {
 json phaseTimes(const Profile& profile) {
   json times = json::object();
   const double total_us = iterationTimeUs(profile);
-  for (Phase phase : {Phase::Forward, Phase::Loss, Phase::Backward, Phase::Optimizer}) {
-    double phase_us = 0;
-    for (const Step& step : profile.steps)
-      if (step.phase == phase) phase_us += step.time_us;
-    times[phaseName(phase)] = phase_us;
-  }
+  for (Phase phase : {Phase::Forward, Phase::Loss, Phase::Backward, Phase::Optimizer})
+    times[phaseName(phase)] = profile.summary.phase_time_us[static_cast<int>(phase)];
   return {{"total_us", total_us}, {"per_phase_us", times}, {"source", timeSourceText(profile.meta.time_source)}};
 }
 
@@ -156,7 +146,7 @@ json profileSection(const std::string& label, const Profile& profile, const Samp
             {"breakdown", stackOrderedBytes(sampled.peak_bytes)}};
   }
   section["peak"] = peak;
-  section["largest_activations"] = largestActivations(profile, plan, 12);
+  section["largest_activations"] = largestActivationRows(profile, plan, 12);
   section["highlights"] = json::array();
   return section;
 }

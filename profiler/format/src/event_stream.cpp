@@ -318,7 +318,6 @@ void deriveProfile(Profile& profile, const MeasuredIteration& iteration) {
         if (t.first_backward_use_step < 0 || step < t.first_backward_use_step) t.first_backward_use_step = step;
   }
 
-  for (const Step& step : profile.steps) profile.summary.phase_time_us[static_cast<int>(step.phase)] += step.time_us;
   timelineFromTensors(profile);
 }
 

@@ -453,6 +453,8 @@ void timelineFromTensors(Profile& profile) {
     step.bytes_at_end = live[event];
     step.peak_bytes = step_peak;
   }
+  summary.phase_time_us = {};
+  for (const Step& step : profile.steps) summary.phase_time_us[static_cast<int>(step.phase)] += step.time_us;
 }
 
 std::string profileToJson(const Profile& p) {
@@ -515,6 +517,16 @@ double iterationTimeUs(const Profile& profile) {
   double total_us = 0;
   for (const Step& step : profile.steps) total_us += step.time_us;
   return total_us;
+}
+
+std::vector<const TensorRecord*> largestActivations(const Profile& profile, size_t count) {
+  std::vector<const TensorRecord*> activations;
+  for (const TensorRecord& t : profile.tensors)
+    if (t.category == Category::Activation) activations.push_back(&t);
+  std::stable_sort(activations.begin(), activations.end(),
+                   [](const TensorRecord* a, const TensorRecord* b) { return a->bytes > b->bytes; });
+  if (activations.size() > count) activations.resize(count);
+  return activations;
 }
 
 std::string formatBytes(int64_t bytes) {

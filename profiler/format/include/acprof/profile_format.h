@@ -173,7 +173,7 @@ struct PeakSummary {
   // Absent where the allocator reports no reserved total (the CPU allocator
   // reports 0: it reserves nothing beyond what it allocates). Optional in JSON.
   std::optional<int64_t> reserved_peak_bytes;
-  std::array<double, 5> phase_time_us{};  // indexed by Phase
+  std::array<double, 5> phase_time_us{};  // indexed by Phase; filled by timelineFromTensors
 };
 
 // One training run as acprof runs it: the step `acprof profile` measures and
@@ -231,7 +231,8 @@ struct Profile {
 };
 
 // Fills every step's bytes_at_end / peak_bytes and the summary's peak fields
-// by replaying the tensors' event intervals. The recorder calls it before
+// by replaying the tensors' event intervals, and the summary's phase times by
+// summing the steps' times. The recorder calls it before
 // writing; readers may call it again and get the same numbers.
 void timelineFromTensors(Profile& profile);
 
@@ -255,6 +256,10 @@ void writeProfileFile(const Profile& profile, const std::string& path);
 
 // The measured time of one iteration: the sum of every step's time.
 double iterationTimeUs(const Profile& profile);
+
+// The `count` largest activation storages, largest first (ties in tensor order):
+// what recompute could remove, as the CLI summary and the report list it.
+std::vector<const TensorRecord*> largestActivations(const Profile& profile, size_t count);
 
 // "1.50 GiB", "312.0 MiB", "8.0 KiB", "12 B".
 std::string formatBytes(int64_t bytes);
