@@ -67,7 +67,10 @@ def compile_for_training(model: nn.Module, example_inputs: Sequence[torch.Tensor
     it had before: a trace runs the model once, which updates BatchNorm running statistics,
     and those are put back so the file holds the freshly initialised model in both modes."""
     model.train()
-    initial_state = {name: value.clone() for name, value in model.state_dict().items()}
+    state = model.state_dict()
+    initial_state = type(state)((name, value.clone()) for name, value in state.items())
+    # Modules with a versioned loader (torchvision's MNASNet) read the version from it.
+    initial_state._metadata = getattr(state, "_metadata", None)
     torch.manual_seed(0)
     compiled = _compile(model, example_inputs, mode)
     compiled.load_state_dict(initial_state)

@@ -140,11 +140,12 @@ def smallest_working_torchvision(name: str) -> Tuple[nn.Module, specs.TrainingSp
                 log(f"{name}: cannot be built for {size}x{size}: {last_error}")
                 continue
             model.train()
-            initial_state = copy.deepcopy(model.state_dict())
         training = image_specs(size)
-        last_error = forward_runs(model, training)
+        # The trial runs on a copy, so the model returned keeps its initial state. (A
+        # state_dict round trip would not do: deepcopy drops its version metadata, which
+        # MNASNet's loader requires.)
+        last_error = forward_runs(copy.deepcopy(model), training)
         if last_error is None:
-            model.load_state_dict(initial_state)
             log(f"{name}: forward runs at {training.inputs[0]}")
             return model, training
         log(f"{name}: no forward at {size}x{size}: {last_error}")
