@@ -77,19 +77,65 @@ def forward(self, x):
   EXPECT_EQ(d.names(d.node("aten::cat").reads), expected);
 }
 
-// A list that is appended to later is not the list its construct made.
-TEST(CutFacts, AListWithWritersIsComputed) {
-  torch::jit::Module module = moduleWithWeight("acprof_test.Append");
+int countKind(const Described& d, const std::string& kind) {
+  return static_cast<int>(std::count_if(d.facts.nodes.begin(), d.facts.nodes.end(),
+                                        [&](const ForwardNode& n) { return n.kind == kind; }));
+}
+
+// A list that grows by top-level appends between reads (DenseNet's features)
+// becomes one ListConstruct per reader, holding what was appended before it:
+// the readers read the elements, and no node writes a value made before it.
+TEST(CutFacts, AppendOnlyListsBecomeOneListPerReader) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.DenseAppend");
   module.define(R"JIT(
 def forward(self, x):
     features = [torch.matmul(x, self.w)]
     features.append(torch.relu(features[0]))
+    h = torch.cat(features, 1)
+    features.append(torch.sigmoid(h))
     return torch.cat(features, 1)
 )JIT");
   const Described d = describe(module);
-  EXPECT_EQ(d.node("prim::ListConstruct").role, CutRole::Compute);
-  const std::vector<std::string> written = d.names(d.node("aten::append").writes);
-  EXPECT_NE(std::find(written.begin(), written.end(), d.outputOf("prim::ListConstruct")), written.end());
+  EXPECT_EQ(countKind(d, "aten::append"), 0);
+  EXPECT_EQ(countKind(d, "prim::ListConstruct"), 3);  // for features[0], the first cat, the second cat
+  for (const ForwardNode& n : d.facts.nodes) {
+    if (n.kind == "prim::ListConstruct") EXPECT_EQ(n.role, CutRole::Duplicable);
+    EXPECT_TRUE(n.writes.empty()) << n.kind;
+  }
+  const std::string first = d.outputOf("aten::matmul");
+  std::vector<std::string> two = {first, d.outputOf("aten::relu")};
+  std::vector<std::string> three = {first, d.outputOf("aten::relu"), d.outputOf("aten::sigmoid")};
+  std::sort(two.begin(), two.end());
+  std::sort(three.begin(), three.end());
+  EXPECT_EQ(d.names(d.node("aten::cat", 0).reads), two);
+  EXPECT_EQ(d.names(d.node("aten::cat", 1).reads), three);
+}
+
+// Where what a list holds depends on the path taken (an append inside a
+// branch) or the list outlives the graph (it is returned), the list and its
+// appends stay: its construct is computed and the append writes it.
+TEST(CutFacts, ListsAppendedInBranchesOrReturnedKeepTheirAppends) {
+  for (const char* body : {R"JIT(
+def forward(self, x):
+    features = [torch.matmul(x, self.w)]
+    if bool(x.sum() > 0):
+        features.append(torch.relu(features[0]))
+    return torch.cat(features, 1)
+)JIT",
+                           R"JIT(
+def forward(self, x):
+    features = [torch.matmul(x, self.w)]
+    features.append(torch.relu(features[0]))
+    return features
+)JIT"}) {
+    torch::jit::Module module = moduleWithWeight("acprof_test.Append");
+    module.define(body);
+    const Described d = describe(module);
+    EXPECT_EQ(d.node("prim::ListConstruct").role, CutRole::Compute) << body;
+    const ForwardNode& writer = countKind(d, "aten::append") ? d.node("aten::append") : d.node("prim::If");
+    const std::vector<std::string> written = d.names(writer.writes);
+    EXPECT_NE(std::find(written.begin(), written.end(), d.outputOf("prim::ListConstruct")), written.end()) << body;
+  }
 }
 
 TEST(CutFacts, AssigningAModuleAttributeIsABarrier) {

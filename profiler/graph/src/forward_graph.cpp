@@ -1,9 +1,13 @@
 #include "acprof/forward_graph.h"
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/loop_unrolling.h>
 
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace acprof {
@@ -62,6 +66,89 @@ void hoistAttributeReads(torch::jit::Graph& graph) {
   }
 }
 
+
+// Scripted code that collects tensors in a list between reads of it (torchvision's
+// DenseNet: `features.append(layer(features))`) mutates the list, so every segment
+// that reads it after an append would write to a value made outside it, and the
+// planner could only cut whole blocks. When a list is made at top level by
+// prim::ListConstruct, grows only by top-level aten::append, and everything else
+// only reads it without keeping it (LibTorch's alias analysis says so), what it
+// holds at each top-level node is known: the node reads a fresh ListConstruct of
+// those elements instead, and the appends go. The same kernels run on the same
+// tensors; only the list objects differ, and nothing can observe them.
+struct AppendOnlyList {
+  torch::jit::Value* list;
+  std::vector<torch::jit::Node*> appends;  // top level, in order
+};
+
+torch::jit::Node* topLevelAncestor(torch::jit::Node* node) {
+  while (node->owningBlock()->owningNode()) node = node->owningBlock()->owningNode();
+  return node;
+}
+
+bool onlyReadsList(const torch::jit::Use& use, const torch::jit::AliasDb& alias_db) {
+  torch::jit::Node* user = use.user;
+  if (user->kind() == torch::jit::prim::Return) return false;  // a graph or block output keeps the list
+  if (alias_db.writesToAlias(user, {user->input(use.offset)})) return false;
+  for (const torch::jit::Value* output : user->outputs())
+    if (!output->type()->containedTypes().empty() &&
+        alias_db.mayContainAlias(const_cast<torch::jit::Value*>(output), user->input(use.offset)))
+      return false;  // the list (not only an element) may live on in the output
+  return true;
+}
+
+std::optional<AppendOnlyList> appendOnlyList(torch::jit::Node* construct, const torch::jit::AliasDb& alias_db) {
+  AppendOnlyList found{construct->output(), {}};
+  for (const torch::jit::Use& use : found.list->uses()) {
+    torch::jit::Node* user = use.user;
+    if (user->kind() == torch::jit::aten::append) {
+      if (use.offset != 0 || user->owningBlock() != construct->owningBlock() || user->output()->hasUses())
+        return std::nullopt;
+      found.appends.push_back(user);
+    } else if (!onlyReadsList(use, alias_db)) {
+      return std::nullopt;
+    }
+  }
+  if (found.appends.empty()) return std::nullopt;
+  std::sort(found.appends.begin(), found.appends.end(),
+            [](torch::jit::Node* a, torch::jit::Node* b) { return a->isBefore(b); });
+  return found;
+}
+
+void functionalizeAppendOnlyLists(const std::shared_ptr<torch::jit::Graph>& graph) {
+  std::vector<AppendOnlyList> lists;
+  {
+    const torch::jit::AliasDb alias_db(graph);
+    for (torch::jit::Node* node : graph->nodes())
+      if (node->kind() == torch::jit::prim::ListConstruct)
+        if (std::optional<AppendOnlyList> list = appendOnlyList(node, alias_db)) lists.push_back(*list);
+  }
+  for (const AppendOnlyList& found : lists) {
+    torch::jit::Node* construct = found.list->node();
+    const torch::jit::TypePtr element_type = found.list->type()->expectRef<c10::ListType>().getElementType();
+    std::vector<torch::jit::Value*> elements(construct->inputs().begin(), construct->inputs().end());
+    // Each reading top-level node gets one list of the elements appended before it.
+    std::unordered_map<torch::jit::Node*, std::vector<torch::jit::Use>> reads_by_top_level;
+    for (const torch::jit::Use& use : found.list->uses())
+      if (use.user->kind() != torch::jit::aten::append) reads_by_top_level[topLevelAncestor(use.user)].push_back(use);
+    size_t next_append = 0;
+    for (torch::jit::Node* node = construct->next(); node != graph->return_node(); node = node->next()) {
+      if (next_append < found.appends.size() && node == found.appends[next_append]) {
+        elements.push_back(node->input(1));
+        ++next_append;
+        continue;
+      }
+      auto reads = reads_by_top_level.find(node);
+      if (reads == reads_by_top_level.end()) continue;
+      torch::jit::Node* copy = graph->createList(element_type, elements);
+      copy->insertBefore(node);
+      for (const torch::jit::Use& use : reads->second) use.user->replaceInput(use.offset, copy->output());
+    }
+    for (torch::jit::Node* append : found.appends) append->destroy();
+    construct->destroy();
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module& module) {
@@ -71,6 +158,7 @@ std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module&
   // whatever their body's size; the unrolled graph computes the same values.
   if (torch::jit::UnrollConstantLoops(graph)) torch::jit::EliminateDeadCode(graph);
   hoistAttributeReads(*graph);
+  functionalizeAppendOnlyLists(graph);
   return graph;
 }
 
