@@ -111,10 +111,31 @@ def forward(self, x):
   EXPECT_EQ(d.names(d.node("aten::cat", 1).reads), three);
 }
 
+// A U-Net keeps its skips in a list and pops them on the way up: a pop with a
+// constant index is the element it removes.
+TEST(CutFacts, PopsWithAConstantIndexBecomeTheElementTheyRemove) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.Skips");
+  module.define(R"JIT(
+def forward(self, x):
+    skips = [torch.matmul(x, self.w)]
+    skips.append(torch.relu(skips[0]))
+    up = skips.pop()
+    return torch.cat([torch.sigmoid(up), skips.pop()], 1)
+)JIT");
+  const Described d = describe(module);
+  EXPECT_EQ(countKind(d, "aten::append"), 0);
+  EXPECT_EQ(countKind(d, "aten::pop"), 0);
+  EXPECT_EQ(d.node("aten::sigmoid").inputs, (std::vector<std::string>{d.outputOf("aten::relu")}));
+  std::vector<std::string> cat = {d.outputOf("aten::sigmoid"), d.outputOf("aten::matmul")};
+  std::sort(cat.begin(), cat.end());
+  EXPECT_EQ(d.names(d.node("aten::cat").reads), cat);
+}
+
 // Where what a list holds depends on the path taken (an append inside a
-// branch) or the list outlives the graph (it is returned), the list and its
-// appends stay: its construct is computed and the append writes it.
-TEST(CutFacts, ListsAppendedInBranchesOrReturnedKeepTheirAppends) {
+// branch) or on the input (a pop's index), or the list outlives the graph (it
+// is returned), the list and its edits stay: its construct is computed and the
+// append writes it.
+TEST(CutFacts, ListsEditedInBranchesByComputedIndicesOrReturnedKeepTheirEdits) {
   for (const char* body : {R"JIT(
 def forward(self, x):
     features = [torch.matmul(x, self.w)]
@@ -127,6 +148,13 @@ def forward(self, x):
     features = [torch.matmul(x, self.w)]
     features.append(torch.relu(features[0]))
     return features
+)JIT",
+                           R"JIT(
+def forward(self, x):
+    features = [torch.matmul(x, self.w)]
+    features.append(torch.relu(features[0]))
+    first = features.pop(x.size(0) - 8)
+    return torch.cat([first, features[0]], 1)
 )JIT"}) {
     torch::jit::Module module = moduleWithWeight("acprof_test.Append");
     module.define(body);

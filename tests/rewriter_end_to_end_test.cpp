@@ -155,11 +155,10 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
                                            // the way from the smallest reachable peak to the profiled one.
                                            Case{"transformer_dict_scripted.pt", "", 0.1},
                                            Case{"vit_small_scripted.pt", "", 0.1}, Case{"loop_lm_scripted.pt", "", 0.1},
-                                           // Scripted, the DenseNet-style model is over-predicted by 14 %
-                                           // (a segment output that a node inside saved for backward dies
-                                           // earlier in the rewrite; the profile cannot tell who saved
-                                           // a tensor): its cuts are checked by CutProperty instead.
+                                           // Scripted, its feature list grows by appends between reads
+                                           // (forward_graph.cpp makes one list per reader).
                                            Case{"densenet_like_traced.pt", "", 0.1},
+                                           Case{"densenet_like_scripted.pt", "", 0.1},
                                            Case{"tuple_out_scripted.pt", "", 0.1}, Case{"gpt_autocast_traced.pt", "", 0.1},
                                            Case{"inplace_view_traced.pt", "", 0.1}),
                          caseName);

@@ -1,6 +1,7 @@
 #include "acprof/forward_graph.h"
 
 #include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/loop_unrolling.h>
@@ -68,17 +69,19 @@ void hoistAttributeReads(torch::jit::Graph& graph) {
 
 
 // Scripted code that collects tensors in a list between reads of it (torchvision's
-// DenseNet: `features.append(layer(features))`) mutates the list, so every segment
-// that reads it after an append would write to a value made outside it, and the
-// planner could only cut whole blocks. When a list is made at top level by
-// prim::ListConstruct, grows only by top-level aten::append, and everything else
-// only reads it without keeping it (LibTorch's alias analysis says so), what it
-// holds at each top-level node is known: the node reads a fresh ListConstruct of
-// those elements instead, and the appends go. The same kernels run on the same
-// tensors; only the list objects differ, and nothing can observe them.
-struct AppendOnlyList {
+// DenseNet: `features.append(layer(features))`; a U-Net's `skips.append(x)` and
+// later `skips.pop()`) mutates the list, so every segment that reads it after an
+// edit would write to a value made outside it, and the planner could only cut
+// around the whole span. When a list is made at top level by prim::ListConstruct,
+// is edited only by top-level aten::append and aten::pop with a constant index,
+// and everything else only reads it without keeping it (LibTorch's alias analysis
+// says so), what it holds at each top-level node is known: the node reads a fresh
+// ListConstruct of those elements instead, a pop's result is the element it
+// removes, and the edits go. The same kernels run on the same tensors; only the
+// list objects differ, and nothing can observe them.
+struct EditedList {
   torch::jit::Value* list;
-  std::vector<torch::jit::Node*> appends;  // top level, in order
+  std::vector<torch::jit::Node*> edits;  // appends and pops, top level, in order
 };
 
 torch::jit::Node* topLevelAncestor(torch::jit::Node* node) {
@@ -97,45 +100,74 @@ bool onlyReadsList(const torch::jit::Use& use, const torch::jit::AliasDb& alias_
   return true;
 }
 
-std::optional<AppendOnlyList> appendOnlyList(torch::jit::Node* construct, const torch::jit::AliasDb& alias_db) {
-  AppendOnlyList found{construct->output(), {}};
+// The index a top-level pop removes, counted from the front, given the list's
+// length before it; nullopt unless the index is a constant within the list.
+std::optional<size_t> poppedIndex(torch::jit::Node* pop, size_t length) {
+  const std::optional<c10::IValue> index = torch::jit::toIValue(pop->input(1));
+  if (!index || !index->isInt()) return std::nullopt;
+  const int64_t from_front = index->toInt() < 0 ? static_cast<int64_t>(length) + index->toInt() : index->toInt();
+  if (from_front < 0 || from_front >= static_cast<int64_t>(length)) return std::nullopt;
+  return static_cast<size_t>(from_front);
+}
+
+std::optional<EditedList> editedList(torch::jit::Node* construct, const torch::jit::AliasDb& alias_db) {
+  EditedList found{construct->output(), {}};
   for (const torch::jit::Use& use : found.list->uses()) {
     torch::jit::Node* user = use.user;
-    if (user->kind() == torch::jit::aten::append) {
-      if (use.offset != 0 || user->owningBlock() != construct->owningBlock() || user->output()->hasUses())
+    const bool edit = user->kind() == torch::jit::aten::append || user->kind() == torch::jit::aten::pop;
+    if (edit) {
+      if (use.offset != 0 || user->inputs().size() != 2 || user->owningBlock() != construct->owningBlock())
         return std::nullopt;
-      found.appends.push_back(user);
+      if (user->kind() == torch::jit::aten::append && user->output()->hasUses()) return std::nullopt;
+      found.edits.push_back(user);
     } else if (!onlyReadsList(use, alias_db)) {
       return std::nullopt;
     }
   }
-  if (found.appends.empty()) return std::nullopt;
-  std::sort(found.appends.begin(), found.appends.end(),
+  if (found.edits.empty()) return std::nullopt;
+  std::sort(found.edits.begin(), found.edits.end(),
             [](torch::jit::Node* a, torch::jit::Node* b) { return a->isBefore(b); });
+  size_t length = construct->inputs().size();
+  for (torch::jit::Node* edit : found.edits) {
+    if (edit->kind() == torch::jit::aten::append) {
+      ++length;
+    } else if (poppedIndex(edit, length)) {
+      --length;
+    } else {
+      return std::nullopt;
+    }
+  }
   return found;
 }
 
-void functionalizeAppendOnlyLists(const std::shared_ptr<torch::jit::Graph>& graph) {
-  std::vector<AppendOnlyList> lists;
+void functionalizeEditedLists(const std::shared_ptr<torch::jit::Graph>& graph) {
+  std::vector<EditedList> lists;
   {
     const torch::jit::AliasDb alias_db(graph);
     for (torch::jit::Node* node : graph->nodes())
       if (node->kind() == torch::jit::prim::ListConstruct)
-        if (std::optional<AppendOnlyList> list = appendOnlyList(node, alias_db)) lists.push_back(*list);
+        if (std::optional<EditedList> list = editedList(node, alias_db)) lists.push_back(*list);
   }
-  for (const AppendOnlyList& found : lists) {
+  for (const EditedList& found : lists) {
     torch::jit::Node* construct = found.list->node();
     const torch::jit::TypePtr element_type = found.list->type()->expectRef<c10::ListType>().getElementType();
     std::vector<torch::jit::Value*> elements(construct->inputs().begin(), construct->inputs().end());
-    // Each reading top-level node gets one list of the elements appended before it.
+    // Each reading top-level node gets one list of what the list holds before it.
     std::unordered_map<torch::jit::Node*, std::vector<torch::jit::Use>> reads_by_top_level;
     for (const torch::jit::Use& use : found.list->uses())
-      if (use.user->kind() != torch::jit::aten::append) reads_by_top_level[topLevelAncestor(use.user)].push_back(use);
-    size_t next_append = 0;
+      if (std::find(found.edits.begin(), found.edits.end(), use.user) == found.edits.end())
+        reads_by_top_level[topLevelAncestor(use.user)].push_back(use);
+    size_t next_edit = 0;
     for (torch::jit::Node* node = construct->next(); node != graph->return_node(); node = node->next()) {
-      if (next_append < found.appends.size() && node == found.appends[next_append]) {
-        elements.push_back(node->input(1));
-        ++next_append;
+      if (next_edit < found.edits.size() && node == found.edits[next_edit]) {
+        ++next_edit;
+        if (node->kind() == torch::jit::aten::append) {
+          elements.push_back(node->input(1));
+        } else {
+          const size_t index = *poppedIndex(node, elements.size());
+          node->output()->replaceAllUsesWith(elements[index]);
+          elements.erase(elements.begin() + static_cast<std::ptrdiff_t>(index));
+        }
         continue;
       }
       auto reads = reads_by_top_level.find(node);
@@ -144,7 +176,7 @@ void functionalizeAppendOnlyLists(const std::shared_ptr<torch::jit::Graph>& grap
       copy->insertBefore(node);
       for (const torch::jit::Use& use : reads->second) use.user->replaceInput(use.offset, copy->output());
     }
-    for (torch::jit::Node* append : found.appends) append->destroy();
+    for (torch::jit::Node* edit : found.edits) edit->destroy();
     construct->destroy();
   }
 }
@@ -158,7 +190,7 @@ std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module&
   // whatever their body's size; the unrolled graph computes the same values.
   if (torch::jit::UnrollConstantLoops(graph)) torch::jit::EliminateDeadCode(graph);
   hoistAttributeReads(*graph);
-  functionalizeAppendOnlyLists(graph);
+  functionalizeEditedLists(graph);
   return graph;
 }
 

@@ -6,8 +6,8 @@
 // count is a constant unrolled: a scripted `for _ in range(3): x = block(x)`
 // becomes three copies of the block's nodes, so the planner sees (and may cut
 // between) each iteration's activations. Attribute reads inside branches move
-// before their branch, and a list that only grows by top-level appends becomes
-// one list construct per reader (see forward_graph.cpp). Top-level nodes are numbered in order;
+// before their branch, and a list edited only by top-level appends and pops
+// becomes one list construct per reader (see forward_graph.cpp). Top-level nodes are numbered in order;
 // prim::If and the loops that remain are single nodes whose blocks run inside.
 #pragma once
 
@@ -21,7 +21,7 @@
 namespace acprof {
 
 // A copy of module.forward's graph, inlined, with constant-trip loops unrolled
-// and append-only lists made functional.
+// and lists edited only by top-level append/pop made functional.
 std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module& module);
 
 // The graph's top-level nodes in order (sub-blocks of If/Loop stay inside their node).
