@@ -293,6 +293,63 @@ TEST(PlannerSimulator, SegmentOutputSavedOnlyInsideDiesAfterItsLastReadOutside) 
   EXPECT_EQ(Simulator(reluCatProfile(true, true)).liveBytesPerEvent({{1, 1}}), held);
 }
 
+// linear -> relu -> linear (an auxiliary head no loss reads) and, from the
+// first linear, the main linear. The head's relu output is saved by its linear,
+// whose backward never runs, so the original keeps it past the iteration
+// (with the head's output). Checkpointed as [0, 2], nothing saves it in
+// forward: it dies after the head's step, and its recomputed copy goes when
+// the checkpoint's backward returns. With `head_saves_x0`, the relu saves the
+// first linear's output too: the segment's output then outlives the iteration
+// in the original, and under the checkpoint only the main linear's read holds it.
+Profile auxiliaryHeadProfile(bool record_saves, bool head_saves_x0 = false) {
+  ProfileBuilder b;
+  b.addStatic(1000, Category::Weight);
+  b.node("aten::linear", {"in"}, {"x0"});
+  const int x0 = b.alloc(100);  // event 0
+  b.node("aten::relu", {"x0"}, {"h"});
+  const int h = b.alloc(100);  // event 1
+  b.readBy(x0, 1);
+  if (record_saves && head_saves_x0) b.savedToTheEnd(x0, 1);
+  b.node("aten::linear", {"h"}, {"aux"});
+  b.setCategory(b.alloc(100), Category::Output);  // event 2, never freed
+  b.readBy(h, 2);
+  if (record_saves) b.savedToTheEnd(h, 2);
+  b.node("aten::linear", {"x0"}, {"z"});
+  const int z = b.alloc(100);  // event 3
+  b.readBy(x0, 3);
+  b.setCategory(z, Category::Output);
+  b.loss();
+  b.backward(3);
+  const int gx = b.alloc(100);  // event 4
+  b.free(z);                    // event 5
+  b.backward(0);
+  b.free(gx);                     // event 6
+  if (!head_saves_x0) b.free(x0);  // event 7
+  return b.finish();
+}
+
+TEST(PlannerSimulator, ASaveNoGradientReachesIsDroppedByItsCheckpoint) {
+  const Profile unknown = auxiliaryHeadProfile(false);
+  const Profile known = auxiliaryHeadProfile(true);
+  const std::vector<int64_t> held = Simulator(unknown).liveBytesPerEvent({{0, 2}});
+  const std::vector<int64_t> dropped = Simulator(known).liveBytesPerEvent({{0, 2}});
+  ASSERT_EQ(held.size(), dropped.size());
+  for (size_t e = 0; e < held.size(); ++e)
+    EXPECT_EQ(held[e] - dropped[e], e >= 3 ? 100 : 0) << "after event " << e;
+  const int h = 2;  // the relu's output (tensors 0 and 1: the weights, x0)
+  EXPECT_EQ(Simulator(known).describeSegment({0, 2}).dropped_tensors, std::vector<int>{h});
+  EXPECT_TRUE(Simulator(unknown).describeSegment({0, 2}).dropped_tensors.empty());
+}
+
+TEST(PlannerSimulator, AnOutputKeptOnlyByASaveNoGradientReachesDiesAfterItsLastRead) {
+  const std::vector<int64_t> held = Simulator(auxiliaryHeadProfile(false, true)).liveBytesPerEvent({{0, 2}});
+  const std::vector<int64_t> released = Simulator(auxiliaryHeadProfile(true, true)).liveBytesPerEvent({{0, 2}});
+  ASSERT_EQ(held.size(), released.size());
+  // h goes after the head's step (event 2), x0 after the main linear's (event 3).
+  for (size_t e = 0; e < held.size(); ++e)
+    EXPECT_EQ(held[e] - released[e], e >= 4 ? 200 : e == 3 ? 100 : 0) << "after event " << e;
+}
+
 TEST(PlannerSimulator, SegmentProblemsNameTheReason) {
   ProfileBuilder b;
   b.addStatic(1000, Category::Weight);

@@ -83,6 +83,13 @@ class ProfileBuilder {
     if (!saved_by) saved_by.emplace();
     saved_by->push_back({node, currentStep()});
   }
+  // Forward node `node` saved the tensor and autograd never let go of it in
+  // the iteration: no gradient reached that node.
+  void savedToTheEnd(int tensor, int node) {
+    auto& saved_by = profile_.tensors[tensor].saved_by;
+    if (!saved_by) saved_by.emplace();
+    saved_by->push_back({node, -1});
+  }
   void setCategory(int tensor, Category category) {
     profile_.tensors[tensor].category = category;
     explicit_category_[tensor] = true;

@@ -27,31 +27,37 @@ int64_t numberInputBytes(const Profile& profile, const SegmentBoundary& boundary
 
 // Where the forward life of a segment output ends when what freed it in the
 // original was autograd letting go of it (its last save released at its free
-// step): the checkpoint's forward saves nothing, so only the saves by nodes
-// outside any segment and the reads after the segment still hold it. A save by
-// a node of another segment is that checkpoint's input, which the reads rule
-// keeps. Without saved-tensor facts, or with a holder the profile does not
-// name, it lives to the recompute as before (kNoEarlierEnd).
+// step), or when what kept it past the iteration was only saves by nodes of its
+// own segment that no gradient reached (an auxiliary head's input): the
+// checkpoint's forward saves nothing, so only the saves by nodes outside any
+// segment and the reads after the segment still hold it. A save by a node of
+// another segment is that checkpoint's input, which the reads rule keeps.
+// Without saved-tensor facts, or with a holder the profile does not name, it
+// lives to the recompute as before (kNoEarlierEnd).
 constexpr int kNoEarlierEnd = std::numeric_limits<int>::max();
 
 int outputEndLeaf(const ProfileIndex& index, const TensorRecord& t, const SegmentTiming& own,
                   const DecisionView& decision) {
   if (!t.saved_by) return kNoEarlierEnd;
+  const auto inside_own = [&](int node) { return node >= own.range.first_node && node <= own.range.last_node; };
+  const bool outlives = index.outlivesIteration(t.id);
   bool released_at_free = false;
   for (const TensorRecord::SavedBy& by : *t.saved_by) {
-    if (by.release_step < 0) return kNoEarlierEnd;
+    if (by.release_step < 0) {
+      if (outlives && inside_own(by.node)) continue;
+      return kNoEarlierEnd;
+    }
     released_at_free = released_at_free || by.release_step == t.free_step;
   }
-  if (!released_at_free) return kNoEarlierEnd;
+  if (!released_at_free && !outlives) return kNoEarlierEnd;
   int end_event = t.alloc_event + 1;
   for (int user : t.users) {
     const int step = index.profile.nodes[user].forward_step;
     if (user > own.range.last_node && step >= 0) end_event = std::max(end_event, index.stepEndEvent(step));
   }
   for (const TensorRecord::SavedBy& by : *t.saved_by) {
-    const bool inside_own = by.node >= own.range.first_node && by.node <= own.range.last_node;
     const SegmentTiming* holder = by.node >= 0 ? decision.segmentContaining(by.node) : nullptr;
-    if (inside_own || (holder && holder->has_backward)) continue;
+    if (inside_own(by.node) || (holder && holder->has_backward)) continue;
     end_event = std::max(end_event, index.stepEndEvent(by.release_step));
   }
   return blockLeaf(end_event);
@@ -91,9 +97,16 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
 
 InsideRole insideRole(const ProfileIndex& index, int tensor, const SegmentTiming& segment) {
   const TensorRecord& t = index.profile.tensors[tensor];
-  if (index.last_user_node[tensor] > segment.range.last_node || t.category == Category::Output ||
-      index.outlivesIteration(tensor))
+  if (index.last_user_node[tensor] > segment.range.last_node || t.category == Category::Output)
     return InsideRole::Output;
+  // Before the iteration's end: what only unreached saves hold outlives it in
+  // the original (the graph of an output no loss reads stays with the output).
+  if (t.saved_by && !t.saved_by->empty() &&
+      std::all_of(t.saved_by->begin(), t.saved_by->end(), [&](const TensorRecord::SavedBy& by) {
+        return by.release_step < 0 && by.node >= segment.range.first_node && by.node <= segment.range.last_node;
+      }))
+    return InsideRole::UnreachedSave;
+  if (index.outlivesIteration(tensor)) return InsideRole::Output;
   if (t.free_event >= segment.forward_first_event && t.free_event < segment.forward_end_event)
     return InsideRole::Temporary;
   if (t.free_step >= 0 && index.phaseOfStep(t.free_step) == Phase::Backward) return InsideRole::InternalActivation;
@@ -158,16 +171,29 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
     const int segment_end = blockLeaf(own->end_event);
     LeafInterval copy{t.bytes, life.category, after_recompute, segment_end};
     switch (insideRole(index, tensor, *own)) {
-      case InsideRole::Output:
-        if (t.free_step >= own->first_backward_step && t.free_step <= own->last_backward_step)
-          life.end_leaf = std::min(blockLeaf(own->recompute_event), outputEndLeaf(index, t, *own, decision));
+      case InsideRole::Output: {
+        const bool freed_in_own_backward = t.free_step >= own->first_backward_step && t.free_step <= own->last_backward_step;
+        const int earlier_end = outputEndLeaf(index, t, *own, decision);
+        if (freed_in_own_backward) {
+          life.end_leaf = std::min(blockLeaf(own->recompute_event), earlier_end);
+        } else if (index.outlivesIteration(tensor) && t.category != Category::Output && earlier_end != kNoEarlierEnd) {
+          // Kept past the iteration only by saves no gradient reached, inside its own segment.
+          life.end_leaf = std::min(blockLeaf(own->recompute_event), earlier_end);
+        }
         break;
+      }
       case InsideRole::Temporary:
         copy.end_leaf = copy.begin_leaf;  // lives only inside the block
         break;
       case InsideRole::InternalActivation: {
         const int last_use_step = std::max(t.alloc_step, t.last_forward_use_step);
         copy.end_leaf = life.end_leaf > after_recompute ? life.end_leaf : segment_end;
+        life.end_leaf = blockLeaf(index.stepEndEvent(last_use_step));
+        break;
+      }
+      case InsideRole::UnreachedSave: {
+        const int last_use_step = std::max(t.alloc_step, t.last_forward_use_step);
+        copy.end_leaf = segment_end;
         life.end_leaf = blockLeaf(index.stepEndEvent(last_use_step));
         break;
       }

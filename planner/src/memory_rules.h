@@ -72,8 +72,23 @@ struct SegmentTiming {
 
 SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range);
 
-enum class InsideRole { Output, Temporary, InternalActivation, HeldCopy };
+// What a storage made inside a segment becomes under its checkpoint:
+//   Output: read after the segment (or the model's output): it stays.
+//   Temporary: freed inside the segment's forward: it lives only while it runs.
+//   InternalActivation: held for backward, freed in backward: dropped after its
+//     last forward use, made again by the recompute.
+//   UnreachedSave: saved only by nodes of the segment whose backward never runs
+//     (no gradient reaches them, e.g. an auxiliary head the loss ignores), so the
+//     original kept it to the end of the iteration; the checkpoint's forward saves
+//     nothing, so it is dropped too, and its recomputed copy dies when the
+//     checkpoint's backward returns.
+//   HeldCopy: anything else: it keeps its life, and the recompute makes a copy.
+enum class InsideRole { Output, Temporary, InternalActivation, UnreachedSave, HeldCopy };
 InsideRole insideRole(const ProfileIndex& index, int tensor, const SegmentTiming& segment);
+// The roles whose storage the checkpoint frees after its last forward use.
+inline bool droppedByCheckpoint(InsideRole role) {
+  return role == InsideRole::InternalActivation || role == InsideRole::UnreachedSave;
+}
 
 // The recompute block's highest point above the memory live just before it.
 struct RecomputeBlock {

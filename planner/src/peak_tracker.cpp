@@ -155,7 +155,7 @@ void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vect
     applyTensor(t, +1);
     const int producer = index_.profile.tensors[t].producer_node;
     const SegmentTiming* own = producer >= 0 ? segmentContaining(producer) : nullptr;
-    dropped_[t] = own && own->has_backward && insideRole(index_, t, *own) == InsideRole::InternalActivation;
+    dropped_[t] = own && own->has_backward && droppedByCheckpoint(insideRole(index_, t, *own));
   }
 }
 

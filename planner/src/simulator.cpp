@@ -185,7 +185,7 @@ SegmentCut Simulator::describeSegment(const NodeRange& r) const {
   cut.recompute_step = timing.first_backward_step;
   for (int n = r.first_node; n <= r.last_node; ++n)
     for (const int* t = index.tensors_produced_by_node.begin(n); t != index.tensors_produced_by_node.end(n); ++t)
-      if (insideRole(index, *t, timing) == InsideRole::InternalActivation) {
+      if (droppedByCheckpoint(insideRole(index, *t, timing))) {
         cut.dropped_tensors.push_back(*t);
         cut.dropped_bytes += index.profile.tensors[*t].bytes;
       }

@@ -182,7 +182,7 @@ class MuTwoGreedy {
         if (tracker_.isDropped(*t)) continue;
         const LeafInterval& life = tracker_.forwardLife(*t);
         if (life.begin_leaf > peak || life.end_leaf <= peak) continue;
-        if (insideRole(index_, *t, timing) == InsideRole::InternalActivation)
+        if (droppedByCheckpoint(insideRole(index_, *t, timing)))
           trial.bytes_freed_at_peak += index_.profile.tensors[*t].bytes;
       }
     trial.added_time_us = rangeTime(trial.merged);

@@ -123,7 +123,7 @@ class SegmentSetSearch {
   bool dropsSomething(const SegmentTiming& timing) const {
     for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
       for (const int* t = index_.tensors_produced_by_node.begin(n); t != index_.tensors_produced_by_node.end(n); ++t)
-        if (insideRole(index_, *t, timing) == InsideRole::InternalActivation) return true;
+        if (droppedByCheckpoint(insideRole(index_, *t, timing))) return true;
     return false;
   }
 
