@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <torch/csrc/jit/api/function_impl.h>
+
+#include "acprof/cut_rules.h"
 #include "acprof/forward_graph.h"
 
 namespace acprof {
@@ -99,7 +102,9 @@ def forward(self, x):
   EXPECT_EQ(countKind(d, "aten::append"), 0);
   EXPECT_EQ(countKind(d, "prim::ListConstruct"), 3);  // for features[0], the first cat, the second cat
   for (const ForwardNode& n : d.facts.nodes) {
-    if (n.kind == "prim::ListConstruct") EXPECT_EQ(n.role, CutRole::Duplicable);
+    if (n.kind == "prim::ListConstruct") {
+      EXPECT_EQ(n.role, CutRole::Duplicable);
+    }
     EXPECT_TRUE(n.writes.empty()) << n.kind;
   }
   const std::string first = d.outputOf("aten::matmul");
@@ -160,9 +165,11 @@ def forward(self, x):
     module.define(body);
     const Described d = describe(module);
     EXPECT_EQ(d.node("prim::ListConstruct").role, CutRole::Compute) << body;
-    const ForwardNode& writer = countKind(d, "aten::append") ? d.node("aten::append") : d.node("prim::If");
-    const std::vector<std::string> written = d.names(writer.writes);
-    EXPECT_NE(std::find(written.begin(), written.end(), d.outputOf("prim::ListConstruct")), written.end()) << body;
+    const std::string list = d.outputOf("prim::ListConstruct");
+    EXPECT_TRUE(std::any_of(d.facts.nodes.begin(), d.facts.nodes.end(), [&](const ForwardNode& n) {
+      const std::vector<std::string> written = d.names(n.writes);
+      return std::find(written.begin(), written.end(), list) != written.end();
+    })) << body;
   }
 }
 
@@ -208,6 +215,62 @@ def forward(self, x):
   EXPECT_EQ(count("prim::Loop"), 0);
   EXPECT_EQ(count("aten::matmul"), 3);
   EXPECT_EQ(count("aten::relu"), 3);
+}
+
+// Scripted code with an early return keeps the rest of the function in one
+// branch. It becomes one branch per piece on the same condition, so segments can
+// start and end between them, and the graph computes what it computed before on
+// both sides of the condition.
+TEST(CutFacts, EarlyReturnBranchesAreSplitIntoPiecesThatComputeTheSame) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.EarlyReturn");
+  module.define(R"JIT(
+def forward(self, x, skip: bool):
+    if skip:
+        return x
+    scale = float(x.size(0))
+    h = torch.relu(torch.matmul(x * scale, self.w))
+    parts = [h, torch.sigmoid(torch.matmul(h, self.w))]
+    return torch.cat(parts, 1) / scale
+)JIT");
+  const Described d = describe(module);
+  // The rest of the function (the branch not taken by the return) becomes seven
+  // branches: size, float and mul (the number is read inside that piece and
+  // after it), matmul, relu, matmul, sigmoid, cat, div. Its list construct runs
+  // outside them, and the original branch selects what the side taken computed.
+  EXPECT_EQ(countKind(d, "prim::If"), 7 + 1);
+  EXPECT_EQ(countKind(d, "prim::ListConstruct"), 1);
+  EXPECT_EQ(d.node("prim::ListConstruct").role, CutRole::Duplicable);
+  const CutRules rules(d.facts.nodes, d.facts.values, d.facts.graph_outputs);
+  std::vector<int> pieces;
+  for (const ForwardNode& n : d.facts.nodes)
+    if (n.kind == "prim::If") pieces.push_back(n.id);
+  // The relu's branch alone is a legal segment: a tensor enters, a tensor leaves.
+  EXPECT_EQ(rules.problem(pieces[2], pieces[2]), "");
+  EXPECT_EQ(rules.problem(pieces[2], pieces[4]), "");
+
+  torch::jit::GraphFunction split("split", d.graph, nullptr);
+  const at::Tensor x = at::randn({4, 8});
+  for (const bool skip : {true, false}) {
+    const at::Tensor expected = module.forward({x, skip}).toTensor();
+    const at::Tensor actual = split({module._ivalue(), x, skip}).toTensor();
+    EXPECT_TRUE(at::equal(expected, actual)) << "skip=" << skip;
+  }
+}
+
+// Where both sides compute, only one of them runs, and the other's pieces would
+// be nodes that never run: the branch stays one node.
+TEST(CutFacts, BranchesWhoseSidesBothComputeStayWhole) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.TwoPaths");
+  module.define(R"JIT(
+def forward(self, x, wide: bool):
+    if wide:
+        y = torch.relu(torch.matmul(x, self.w))
+    else:
+        y = torch.sigmoid(torch.matmul(x, self.w))
+    return y
+)JIT");
+  const Described d = describe(module);
+  EXPECT_EQ(countKind(d, "prim::If"), 1);
 }
 
 // A plain module attribute read inside a segment travels as a constant; one

@@ -6,9 +6,12 @@
 // count is a constant unrolled: a scripted `for _ in range(3): x = block(x)`
 // becomes three copies of the block's nodes, so the planner sees (and may cut
 // between) each iteration's activations. Attribute reads inside branches move
-// before their branch, and a list edited only by top-level appends and pops
-// becomes one list construct per reader (see forward_graph.cpp). Top-level nodes are numbered in order;
-// prim::If and the loops that remain are single nodes whose blocks run inside.
+// before their branch; a branch holding two or more nodes becomes one branch
+// per node on the same condition (scripted early returns leave the rest of a
+// function in one branch); a list edited only by top-level appends and pops
+// becomes one list construct per reader (see forward_graph.cpp). Top-level
+// nodes are numbered in order; prim::If and the loops that remain are single
+// nodes whose blocks run inside.
 #pragma once
 
 #include <memory>
@@ -20,8 +23,9 @@
 
 namespace acprof {
 
-// A copy of module.forward's graph, inlined, with constant-trip loops unrolled
-// and lists edited only by top-level append/pop made functional.
+// A copy of module.forward's graph, inlined, with constant-trip loops unrolled,
+// branches split per node and lists edited only by top-level append/pop made
+// functional.
 std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module& module);
 
 // The graph's top-level nodes in order (sub-blocks of If/Loop stay inside their node).
