@@ -149,6 +149,48 @@ TEST_F(GraphSurgery, DropoutBatchNormSegmentTrainsBitwiseLikeTheOriginal) {
   EXPECT_EQ(result.buffers_compared, 2u);
 }
 
+// An early return leaves the rest of forward in one branch, which the graph
+// splits into one branch per piece (forward_graph.cpp). A segment of pieces
+// trains bit for bit, and when the early return is taken the pieces hand the
+// checkpoint placeholders: the rewritten model still returns what the original does.
+TEST_F(GraphSurgery, SegmentsOfAnEarlyReturnsPiecesTrainBitwiseAndStillReturnEarly) {
+  at::manual_seed(2);
+  torch::jit::Module module("acprof_test.EarlyReturn");
+  module.register_parameter("w1", (at::randn({16, 16}) * 0.3).requires_grad_(), false);
+  module.register_parameter("w2", (at::randn({16, 16}) * 0.3).requires_grad_(), false);
+  module.register_parameter("w3", (at::randn({16, 8}) * 0.3).requires_grad_(), false);
+  module.define(R"JIT(
+def forward(self, x):
+    if bool(x.abs().sum() > 1e6):
+        return x
+    h = torch.relu(torch.matmul(x, self.w1))
+    h = torch.tanh(torch.matmul(h, self.w2))
+    return torch.sigmoid(torch.matmul(h, self.w3))
+)JIT");
+  module.save(path("model.pt"));
+  torch::jit::Module original = torch::jit::load(path("model.pt"));
+  // Pieces: matmul, relu, matmul, tanh, matmul, sigmoid; the segment takes relu .. tanh.
+  const int first = nodeIdOf(original, "prim::If", 1);
+  const int last = nodeIdOf(original, "prim::If", 3);
+  const SegmentCut cut = segmentBetween(original, first, last);
+  ASSERT_FALSE(cut.input_values.empty());
+  torch::jit::Module rewritten = checkpointedModel(path("model.pt"), planFor(path("model.pt"), {cut}));
+  EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "acprof::checkpoint"), 1u);
+  rewritten.save(path("model.ckpt.pt"));
+
+  const VerificationResult result = verifyRewrite(path("model.pt"), path("model.ckpt.pt"), stepConfig({"float32[4,16]"}));
+  EXPECT_TRUE(result.bitwise_equal) << "loss " << result.loss_abs_diff << " grads " << result.max_gradient_abs_diff;
+
+  torch::jit::Module loaded = torch::jit::load(path("model.ckpt.pt"));
+  const at::Tensor large = at::full({4, 16}, 1e6);
+  for (const bool grad : {true, false}) {
+    const at::AutoGradMode mode(grad);
+    const at::Tensor expected = original.forward({large}).toTensor();
+    const at::Tensor actual = loaded.forward({large}).toTensor();
+    EXPECT_TRUE(at::equal(expected, actual)) << "grad mode " << grad;
+  }
+}
+
 TEST_F(GraphSurgery, VerificationSeesADifferentModel) {
   // Guards the test above: the comparison does fail for a model that computes something else.
   makeDropoutBatchNormModel().save(path("model.pt"));

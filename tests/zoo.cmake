@@ -3,8 +3,9 @@
 # its floor + 2 %, rewritten and verified. zoo.py exits non-zero if any rewrite is not bit for bit,
 # measures above its budget, or is more than 2 % from its prediction. Chosen for the structures
 # they bring, not for their names: a decoder's cross-attention (a segment output made without
-# grad), nn.MultiheadAttention's identity test (scripted), fire-module concatenations, in-place
-# activations with squeeze-excitation, and channel shuffles (views, chunk). About a minute here.
+# grad), nn.MultiheadAttention's identity test and the encoder layer's early return split into
+# pieces (scripted), fire-module concatenations, in-place activations with squeeze-excitation,
+# and channel shuffles (views, chunk). About a minute here.
 add_test(NAME zoo_subset
          COMMAND ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/zoo.py
                  --only "^(transformer_decoder_traced|transformer_encoder_scripted|squeezenet1_1_scripted|mobilenet_v3_small_traced|shufflenet_v2_x0_5_scripted)$"
