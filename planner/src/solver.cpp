@@ -50,7 +50,7 @@ std::string namesAsChoice() {
 
 const std::vector<SolverEntry>& solverTable() {
   static const std::vector<SolverEntry> table = {
-      {"auto", "default: mu-two, refined where mu-two misses the budget", withoutTimeLimit<solveAuto>},
+      {"auto", "default: mu-two's plan, refined", withoutTimeLimit<solveAuto>},
       {"mu-two", "greedy", withoutTimeLimit<solveMuTwo>},
       {"refined", "mu-two + local and windowed exact search", withoutTimeLimit<solveRefined>},
       {"optimal", "exhaustive search, small graphs", solveOptimal},

@@ -32,7 +32,7 @@ struct SolverResult {
   RecomputeDecision decision;
   SimulationResult simulation;  // of `decision`, by the Simulator
   SearchReport search;
-  std::string solver;  // the strategy that chose `decision` (auto: mu-two or refined)
+  std::string solver;  // the strategy that chose `decision` (auto: refined)
 };
 
 // No recompute.
@@ -60,13 +60,15 @@ SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes);
 // time); then, on graphs of up to 1000 compute nodes, the exact search
 // re-plans windows of 12 compute nodes with the rest held fixed, within a
 // fixed allowance of search steps. Lower floors and less time than mu-two's
-// (docs/solvers.md), at up to about a second of planning on 1k- and 10k-node
-// graphs where mu-two takes milliseconds.
+// (docs/solvers.md), at up to about a second of planning on a 1k-node graph
+// and under half a second on a 10k-node one, where mu-two takes milliseconds.
 SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes);
 
-// The default: mu-two's plan where it meets the budget, refined's where it does
-// not. A budget mu-two can meet costs its milliseconds only; below mu-two's
-// floor, refined reaches lower peaks (docs/solvers.md) instead of a refusal.
+// The default: refined's plan, and the result names refined. Above mu-two's
+// floor it costs less extra time than the greedy, which stops at the first
+// plan that fits; below it, it reaches lower peaks instead of a refusal
+// (docs/solvers.md). A name of its own, so the default can change without
+// changing what `--solver refined` means.
 SolverResult solveAuto(const Simulator& simulator, int64_t budget_bytes);
 
 // The exact solver: the least extra time under the budget (the lowest peak,
