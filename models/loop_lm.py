@@ -7,7 +7,7 @@ every activation of the trunk is made inside the loop.
 
     input  int64[B, T] token ids in 0..vocab
     token embedding + learned position embedding (positions from a buffer, as in gpt.py)
-    3 x the same block: x = x + Linear(256, 64)(GELU(Linear(64, 256)(LayerNorm(x))))
+    6 x the same block: x = x + Linear(256, 64)(GELU(Linear(64, 256)(LayerNorm(x))))
     final LayerNorm -> Linear(64, vocab)
     output float32[B, T, vocab] logits; target int64[B, T] in 0..vocab, loss cross_entropy.
 
@@ -24,7 +24,7 @@ from specs import TrainingSpecs
 
 @dataclass(frozen=True)
 class LoopLmConfig:
-    iterations: int = 3
+    iterations: int = 6
     width: int = 64
     hidden: int = 256
     seq_len: int = 64

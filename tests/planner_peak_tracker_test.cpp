@@ -5,6 +5,7 @@
 // are the Simulator's for the same decision.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -116,6 +117,41 @@ TEST(PlannerPeakTracker, SamePeakAsTheSimulatorAfterAnySequenceOfSegmentChanges)
   EXPECT_GT(decisions_with_segments, 500);
   EXPECT_GT(peaks_that_moved, 100);
   EXPECT_GT(peaks_the_saves_moved, 20) << "the saved-tensor facts never changed a peak";
+}
+
+}  // namespace
+}  // namespace acprof
+
+namespace acprof {
+namespace {
+
+// The bytes above a threshold, summed over the leaves (the refiner's tie-break
+// between plans of equal peak), against a plain array after random range
+// additions: at thresholds below, at and above the peak, and between values.
+TEST(PlannerPeakTracker, ExcessAboveAThresholdIsThePlainSumOverLeaves) {
+  std::mt19937 random(7);
+  for (int size : {1, 5, 64, 100}) {
+    std::uniform_int_distribution<int64_t> value(0, 1000);
+    std::vector<int64_t> plain(size);
+    for (int64_t& v : plain) v = value(random);
+    MaxSegmentTree tree(plain);
+    std::uniform_int_distribution<int> leaf(0, size - 1);
+    std::uniform_int_distribution<int64_t> delta(-300, 300);
+    for (int round = 0; round < 50; ++round) {
+      const int a = leaf(random), b = leaf(random);
+      const int begin = std::min(a, b), end = std::max(a, b) + 1;
+      const int64_t d = delta(random);
+      tree.add(begin, end, d);
+      for (int i = begin; i < end; ++i) plain[i] += d;
+      const int64_t peak = *std::max_element(plain.begin(), plain.end());
+      for (int64_t threshold : {peak + 1, peak, peak - 1, peak - 250, int64_t{-2000}}) {
+        int64_t expected = 0;
+        for (int64_t v : plain) expected += std::max<int64_t>(0, v - threshold);
+        ASSERT_EQ(tree.excessAbove(threshold), expected) << "size " << size << " round " << round << " threshold "
+                                                         << threshold;
+      }
+    }
+  }
 }
 
 }  // namespace

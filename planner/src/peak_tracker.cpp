@@ -85,6 +85,13 @@ int64_t MaxSegmentTree::valueAt(int leaf) const {
   return value;
 }
 
+int64_t MaxSegmentTree::excessAbove(int node, int64_t ancestors_add, int64_t threshold) const {
+  if (ancestors_add + max_[node] <= threshold) return 0;
+  if (node >= size_) return ancestors_add + max_[node] - threshold;
+  return excessAbove(2 * node, ancestors_add + add_[node], threshold) +
+         excessAbove(2 * node + 1, ancestors_add + add_[node], threshold);
+}
+
 PeakTracker::PeakTracker(const ProfileIndex& index)
     : index_(index),
       intervals_(index.profile.tensors.size()),

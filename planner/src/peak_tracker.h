@@ -22,10 +22,14 @@ class MaxSegmentTree {
   int64_t maxIn(int begin, int end) const;  // over [begin, end); the padding minimum if empty
   int leftmostMaxLeaf() const;
   int64_t valueAt(int leaf) const;
+  // The sum over leaves of how far each rises above `threshold`; visits only
+  // the subtrees that rise above it.
+  int64_t excessAbove(int64_t threshold) const { return excessAbove(1, 0, threshold); }
 
  private:
   void add(int node, int node_begin, int node_end, int begin, int end, int64_t delta);
   int64_t maxIn(int node, int node_begin, int node_end, int begin, int end) const;
+  int64_t excessAbove(int node, int64_t ancestors_add, int64_t threshold) const;
   int size_ = 1;
   std::vector<int64_t> max_;    // max of the subtree, including add_ of this node
   std::vector<int64_t> add_;    // pending addition to the whole subtree
@@ -39,6 +43,9 @@ class PeakTracker : public DecisionView {
   int peakLeaf() const { return tree_.leftmostMaxLeaf(); }
   int64_t liveBytesAt(int leaf) const { return tree_.valueAt(leaf); }
   int64_t peakBytesIn(int begin_leaf, int end_leaf) const { return tree_.maxIn(begin_leaf, end_leaf); }
+  // Live bytes above `threshold`, summed over the leaves: how much of the
+  // timeline stands near the peak, which a move may lower without lowering the peak.
+  int64_t excessAbove(int64_t threshold) const { return tree_.excessAbove(threshold); }
 
   // Takes `removed` (segments of the current decision) out and puts `added` in.
   void replace(const std::vector<NodeRange>& removed, const std::vector<NodeRange>& added);
