@@ -359,11 +359,10 @@ class SegmentRefiner {
   // plateau: where several blocks' backward passes peak alike, no single move
   // lowers the highest, but moves that lower one of them at a time lead to
   // the plan that lowers all.
-  bool better(int64_t peak, double time, int64_t* excess) const {
-    *excess = -1;
-    if (peak == peak_ && peak_ > budget_bytes_ && plateau_share_ > 0) {
-      *excess = excessNearPeak(peak);
-      if (*excess != excess_) return *excess < excess_;
+  bool better(int64_t peak, double time) const {
+    if (peak == peak_ && peak_ > budget_bytes_) {
+      const int64_t excess = excessNearPeak(peak);
+      if (excess != excess_) return excess < excess_;
     }
     return betterForBudget(peak, time, peak_, time_, budget_bytes_);
   }
@@ -377,14 +376,13 @@ class SegmentRefiner {
     for (const NodeRange& r : move.added) time += rangeTime(r);
     tracker_.replace(move.removed, move.added);
     const int64_t peak = tracker_.peakBytes();
-    int64_t excess = -1;
-    if (!better(peak, time, &excess)) {
+    if (!better(peak, time)) {
       tracker_.replace(move.added, move.removed);
       return false;
     }
     peak_ = peak;
     time_ = time;
-    excess_ = excess >= 0 ? excess : excessNearPeak(peak);
+    excess_ = excessNearPeak(peak);
     return true;
   }
 
