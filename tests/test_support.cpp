@@ -8,10 +8,38 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <mutex>
 #include <stdexcept>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 namespace acprof::testing {
 namespace {
+
+// The scratch directories this process made, removed when it exits unless a
+// test failed (then they are kept for a look, and the failure names them).
+class ScratchDirs {
+ public:
+  ~ScratchDirs() {
+    if (::testing::UnitTest::GetInstance()->Failed()) return;
+    std::error_code ignored;
+    for (const std::filesystem::path& dir : dirs_) std::filesystem::remove_all(dir, ignored);
+  }
+  void add(const std::filesystem::path& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dirs_.push_back(dir);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::filesystem::path> dirs_;
+};
+
+ScratchDirs& scratchDirs() {
+  static ScratchDirs dirs;
+  return dirs;
+}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -46,6 +74,7 @@ std::string makeScratchDir(const std::string& tag) {
                    ("acprof-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  scratchDirs().add(dir);
   return dir.string();
 }
 

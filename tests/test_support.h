@@ -19,7 +19,8 @@ CommandResult runCommand(const std::string& command, const std::string& working_
 // Runs the acprof binary under test with the given arguments (shell-quoted by the caller).
 CommandResult runAcprof(const std::string& arguments, const std::string& working_dir = "");
 
-// A fresh empty directory under the system temp dir, removed by the caller if wanted.
+// A fresh empty directory under the system temp dir, removed when the test
+// process exits (kept where a test failed).
 std::string makeScratchDir(const std::string& tag);
 
 // Path of an exported test model (models/export_all.py --set test), e.g. "mlp_traced.pt".
