@@ -50,13 +50,6 @@ std::string rowName(const std::string& path) {
   return p.stem().string();
 }
 
-// Bytes no recompute can remove: weights, gradients, optimizer state and inputs at the peak.
-int64_t fixedBytesAtPeak(const acprof::Profile& profile) {
-  const auto& b = profile.summary.peak_breakdown;
-  return b[static_cast<int>(acprof::Category::Weight)] + b[static_cast<int>(acprof::Category::Gradient)] +
-         b[static_cast<int>(acprof::Category::OptimizerState)] + b[static_cast<int>(acprof::Category::Input)];
-}
-
 std::string joined(const std::vector<std::string>& cells) {
   std::string out;
   for (size_t i = 0; i < cells.size(); ++i) out += (i ? " · " : "") + cells[i];
@@ -125,7 +118,7 @@ int main(int argc, char** argv) {
     const acprof::Profile profile = acprof::readProfileFile(path);
     const acprof::Simulator simulator(profile);
     const int64_t baseline = simulator.baseline().peak_bytes;
-    const int64_t removable = baseline - fixedBytesAtPeak(profile);
+    const int64_t removable = baseline - acprof::unremovableBytes(profile.summary.peak_breakdown);
     int compute_nodes = 0;
     for (const acprof::ForwardNode& n : profile.nodes) compute_nodes += n.role == acprof::CutRole::Compute;
     const std::string name = rowName(path);

@@ -514,5 +514,17 @@ TEST(ProfileFormat, FormatBytesUsesBinaryUnits) {
   EXPECT_EQ(formatBytes(int64_t{3} << 30), "3.00 GiB");
 }
 
+// One bit per category, so a category counted or left out wrongly shows in the sum.
+TEST(ProfileFormat, UnremovableBytesAreWeightsGradientsOptimizerStateAndInputs) {
+  CategoryBytes bytes{};
+  for (int c = 0; c < kCategoryCount; ++c) bytes[c] = int64_t{1} << c;
+  const int64_t expected = bytes[static_cast<int>(Category::Weight)] + bytes[static_cast<int>(Category::Gradient)] +
+                           bytes[static_cast<int>(Category::OptimizerState)] + bytes[static_cast<int>(Category::Input)];
+  EXPECT_EQ(unremovableBytes(bytes), expected);
+  EXPECT_EQ(totalBytes(bytes) - unremovableBytes(bytes),
+            bytes[static_cast<int>(Category::Activation)] + bytes[static_cast<int>(Category::Temporary)] +
+                bytes[static_cast<int>(Category::Output)]);
+}
+
 }  // namespace
 }  // namespace acprof

@@ -55,13 +55,6 @@ struct Case {
   double floor_removes_at_least = 0;
 };
 
-// The profiled peak's bytes that no recompute removes.
-int64_t fixedBytesAtPeak(const Profile& profile) {
-  const CategoryBytes& at_peak = profile.summary.peak_breakdown;
-  return at_peak[static_cast<int>(Category::Weight)] + at_peak[static_cast<int>(Category::Gradient)] +
-         at_peak[static_cast<int>(Category::OptimizerState)] + at_peak[static_cast<int>(Category::Input)];
-}
-
 // What ctest and --gtest_list_tests show for the parameter, instead of a byte dump.
 void PrintTo(const Case& c, std::ostream* out) {
   *out << c.model << " at " << (c.budget.empty() ? fmt::format("{} of the headroom", c.headroom) : c.budget);
@@ -114,7 +107,7 @@ TEST_P(RewriteEndToEnd, TrainsIdenticallyFitsTheBudgetAndPeaksAsPredicted) {
     }
     const int64_t baseline_peak = profile.summary.peak_bytes;
     const double removed = static_cast<double>(baseline_peak - smallest_peak) /
-                           static_cast<double>(baseline_peak - fixedBytesAtPeak(profile));
+                           static_cast<double>(baseline_peak - unremovableBytes(profile.summary.peak_breakdown));
     EXPECT_GE(removed, GetParam().floor_removes_at_least)
         << "the floor, " << formatBytes(smallest_peak) << ", removes " << 100 * removed << " % of the removable bytes";
     budget = std::to_string(smallest_peak + static_cast<int64_t>(GetParam().headroom *

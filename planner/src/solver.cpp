@@ -25,7 +25,7 @@ std::string infeasibleMessage(const Simulator& simulator, const std::string& sol
       "to at least {} (--budget {})",
       formatBytes(budget_bytes), solver, formatBytes(best.peak_bytes), best.peak_bytes,
       best.peak_in_recompute ? "in the recompute before" : "at", best.peak_step, phaseName(step.phase), step.op,
-      formatBytes(weights + gradients + optimizer + inputs), formatBytes(weights), formatBytes(gradients),
+      formatBytes(unremovableBytes(b)), formatBytes(weights), formatBytes(gradients),
       formatBytes(optimizer), formatBytes(inputs), formatBytes(best.peak_bytes), best.peak_bytes);
 }
 

@@ -411,6 +411,13 @@ int64_t totalBytes(const CategoryBytes& bytes) {
   return sum;
 }
 
+int64_t unremovableBytes(const CategoryBytes& bytes) {
+  int64_t sum = 0;
+  for (Category c : {Category::Weight, Category::Gradient, Category::OptimizerState, Category::Input})
+    sum += bytes[static_cast<int>(c)];
+  return sum;
+}
+
 std::vector<CategoryBytes> categoryBytesPerEvent(const Profile& profile) {
   std::vector<CategoryBytes> live = categoryBytesFromStart(profile);
   live.erase(live.begin());

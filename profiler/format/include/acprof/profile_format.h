@@ -242,6 +242,9 @@ std::vector<CategoryBytes> categoryBytesPerEvent(const Profile& profile);
 // Their sums: live bytes after each event.
 std::vector<int64_t> liveBytesPerEvent(const Profile& profile);
 int64_t totalBytes(const CategoryBytes& bytes);
+// The bytes no recompute can remove: weights, gradients, optimizer state and
+// inputs. The rest of a peak is what checkpointing could remove in principle.
+int64_t unremovableBytes(const CategoryBytes& bytes);
 
 // The step that contains an event.
 int stepOfEvent(const Profile& profile, int event);
