@@ -268,28 +268,7 @@ class SegmentRefiner {
       plateau_share_ = share;
       excess_ = excessNearPeak(peak_);
       bool changed = true;
-      while (changed && allowance > 0) {
-        changed = false;
-        const size_t segment_count = tracker_.decision().size();
-        for (size_t s = 0; s < segment_count && allowance > 0; ++s) {
-          const RecomputeDecision now = tracker_.decision();
-          if (s >= now.size()) break;
-          for (const Move& move : movesOf(now, s)) {
-            if (--allowance < 0) break;
-            if (tryMove(move)) {
-              changed = true;
-              break;
-            }
-          }
-        }
-        // A segment the greedy rejected may help once the peak has moved.
-        for (const NodeRange& candidate : candidates_) {
-          if (allowance <= 0) break;
-          if (overlapsOrTouches(candidate)) continue;
-          --allowance;
-          changed |= tryMove({{}, {candidate}});
-        }
-      }
+      while (changed && allowance > 0) changed = sweep(allowance);
     }
     return tracker_.decision();
   }
@@ -338,6 +317,32 @@ class SegmentRefiner {
     }
     if (s + 1 < d.size()) moves.push_back({{r, d[s + 1]}, {{r.first_node, d[s + 1].last_node}}});
     return moves;
+  }
+
+  // One sweep: the first better move of each segment in turn, then each
+  // rejected candidate where no segment is. Whether any move was kept.
+  bool sweep(long& allowance) {
+    bool changed = false;
+    const size_t segment_count = tracker_.decision().size();
+    for (size_t s = 0; s < segment_count && allowance > 0; ++s) {
+      const RecomputeDecision now = tracker_.decision();
+      if (s >= now.size()) break;
+      for (const Move& move : movesOf(now, s)) {
+        if (--allowance < 0) break;
+        if (tryMove(move)) {
+          changed = true;
+          break;
+        }
+      }
+    }
+    // A segment the greedy rejected may help once the peak has moved.
+    for (const NodeRange& candidate : candidates_) {
+      if (allowance <= 0) break;
+      if (overlapsOrTouches(candidate)) continue;
+      --allowance;
+      changed |= tryMove({{}, {candidate}});
+    }
+    return changed;
   }
 
   bool overlapsOrTouches(const NodeRange& r) const {
