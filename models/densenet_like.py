@@ -9,12 +9,18 @@ activations (the reason memory-efficient DenseNet recomputes them).
 
     input  float32[B, 3, 32, 32]
     stem: Conv2d(3->16, 3x3) -> BatchNorm2d -> ReLU
-    dense block 1 at 32x32: 4 layers, each Conv2d(cat -> 12, 3x3) -> BatchNorm2d -> ReLU
-        on torch.cat of the stem's output and the earlier layers' (16 + 4*12 = 64 channels)
-    transition: Conv2d(64->32, 1x1) -> BatchNorm2d -> ReLU -> AvgPool2d(2)      # 16x16
-    dense block 2 at 16x16: 4 layers likewise (32 + 4*12 = 80 channels)
-    BatchNorm2d -> ReLU -> global average pool -> Linear(80, 10)
+    dense block 1 at 32x32: 12 layers, each Conv2d(cat -> 12, 3x3) -> BatchNorm2d -> ReLU
+        on torch.cat of the stem's output and the earlier layers' (16 + 12*12 = 160 channels)
+    transition: Conv2d(160->32, 1x1) -> BatchNorm2d -> ReLU -> AvgPool2d(2)     # 16x16
+    dense block 2 at 16x16: 12 layers likewise (32 + 12*12 = 176 channels)
+    BatchNorm2d -> ReLU -> global average pool -> Linear(176, 10)
     target int64[B] in 0..10, loss cross_entropy.
+
+Twelve layers per block, as DenseNet-121's second block (6, 12, 24, 16): what the concatenations
+hold grows with the square of a block's depth, the gradients of its feature maps (all live at
+once in its backward, whatever is recomputed) only linearly, so a shallow block says little
+about DenseNets. With 4 layers per block the smallest reachable peak removed 42 % of the
+removable bytes; with 8, 53 %; with 12, 61 %.
 
 Both torch.jit.trace and torch.jit.script accept it.
 """
@@ -30,7 +36,7 @@ CLASSES = 10
 IMAGE_SIZE = 32
 STEM = 16
 GROWTH = 12
-LAYERS_PER_BLOCK = 4
+LAYERS_PER_BLOCK = 12
 TRANSITION = 32
 
 

@@ -161,15 +161,15 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
                                            // Models nobody here tuned for (issue 9's table), a tenth of
                                            // the way from the smallest reachable peak to the profiled one;
                                            // the floor removes 60 % of the removable bytes where it can
-                                           // (docs/solvers.md: the DenseNet-style and tuple-output ones
-                                           // cannot, in this segment model).
+                                           // (docs/solvers.md: the tuple-output one cannot, in this
+                                           // segment model: its outputs' gradients are live at its peak).
                                            Case{"transformer_dict_scripted.pt", "", 0.1, 0.6},
                                            Case{"vit_small_scripted.pt", "", 0.1, 0.6},
                                            Case{"loop_lm_scripted.pt", "", 0.1, 0.6},
                                            // Scripted, its feature list grows by appends between reads
                                            // (forward_graph.cpp makes one list per reader).
-                                           Case{"densenet_like_traced.pt", "", 0.1},
-                                           Case{"densenet_like_scripted.pt", "", 0.1},
+                                           Case{"densenet_like_traced.pt", "", 0.1, 0.6},
+                                           Case{"densenet_like_scripted.pt", "", 0.1, 0.6},
                                            Case{"tuple_out_scripted.pt", "", 0.1}, Case{"gpt_autocast_traced.pt", "", 0.1, 0.6},
                                            Case{"inplace_view_traced.pt", "", 0.1}),
                          caseName);
