@@ -56,6 +56,18 @@ class FactsBuilder {
   std::vector<int> graph_outputs_;
 };
 
+// CutRules::GrowingRange gives problem()'s answer for every range of a graph.
+void expectGrowingRangesAgree(const CutRules& rules, int node_count) {
+  for (int first = 0; first < node_count; ++first) {
+    CutRules::GrowingRange range(rules, first);
+    for (int last = first; last < node_count; ++last) {
+      range.extendTo(last);
+      EXPECT_EQ(range.legal(), rules.problem(first, last).empty())
+          << "[" << first << ", " << last << "]: " << rules.problem(first, last);
+    }
+  }
+}
+
 // y = cat([relu(x), sigmoid(x)]); the list construct is Duplicable, so cat
 // reads the list's elements, and a segment that ends at the construct returns
 // the elements, not the list.
@@ -75,6 +87,7 @@ TEST(CutRules, ListElementsCrossTheBoundaryNotTheList) {
   EXPECT_EQ(f.names(rules.boundary(0, 3).inputs), std::vector<std::string>{"x"});
   EXPECT_EQ(f.names(rules.boundary(0, 3).outputs), std::vector<std::string>{"y"});
   EXPECT_NE(rules.problem(2, 2).find("[no-computation]"), std::string::npos);
+  expectGrowingRangesAgree(rules, 4);
 }
 
 // chunks = split(h); u = chunks[0]: a list made by an op cannot cross.
@@ -93,6 +106,7 @@ TEST(CutRules, ListsMadeByOpsCannotCross) {
       << rules.problem(2, 2);
   EXPECT_EQ(rules.problem(1, 2), "");
   EXPECT_EQ(f.names(rules.boundary(1, 2).inputs), std::vector<std::string>{"h"});
+  expectGrowingRangesAgree(rules, 3);
 }
 
 // A buffer (no grad) written inside is replayed from a snapshot; an activation
@@ -115,6 +129,7 @@ TEST(CutRules, WritesToOutsideMemoryOnlyForTensorsWithoutGrad) {
       << rules.problem(3, 3);
   EXPECT_NE(rules.problem(2, 2).find("[input-written-later] node 2 (aten::batch_norm) reads %h"), std::string::npos)
       << rules.problem(2, 2);
+  expectGrowingRangesAgree(rules, 4);
 }
 
 TEST(CutRules, BarriersNameTheirReason) {
@@ -125,6 +140,7 @@ TEST(CutRules, BarriersNameTheirReason) {
   const CutRules rules = f.rules();
   EXPECT_NE(rules.problem(0, 1).find("[barrier] node 1 (prim::SetAttr)"), std::string::npos) << rules.problem(0, 1);
   EXPECT_NE(rules.problem(0, 5).find("[range]"), std::string::npos);
+  expectGrowingRangesAgree(rules, 2);
 }
 
 }  // namespace

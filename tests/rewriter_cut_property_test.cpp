@@ -28,6 +28,16 @@ SegmentCut cutOf(const Profile& profile, const CutRules& rules, int first, int l
   return cut;
 }
 
+// One measured iteration: the graph facts are what matters here, not the times.
+Profile quickProfile(const fs::path& model) {
+  RecordOptions options;
+  options.model_path = model.string();
+  options.run.warmup_iters = 0;
+  options.run.measured_iters = 1;
+  options.measure_other_executor_mode = false;
+  return recordProfile(options);
+}
+
 class CutProperty : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CutProperty, LegalRangesVerifyBitwiseAndIllegalOnesNameTheirRule) {
@@ -37,12 +47,7 @@ TEST_P(CutProperty, LegalRangesVerifyBitwiseAndIllegalOnesNameTheirRule) {
   fs::remove_all(directory);
   fs::create_directories(directory);
 
-  RecordOptions options;
-  options.model_path = model.string();
-  options.run.warmup_iters = 0;
-  options.run.measured_iters = 1;
-  options.measure_other_executor_mode = false;
-  const Profile profile = recordProfile(options);
+  const Profile profile = quickProfile(model);
   const CutRules rules = cutRulesOf(profile);
   const int node_count = static_cast<int>(profile.nodes.size());
   const StepConfig config = stepConfigOf(profile.meta.run);
@@ -102,6 +107,29 @@ TEST_P(CutProperty, LegalRangesVerifyBitwiseAndIllegalOnesNameTheirRule) {
                                       << result.max_gradient_abs_diff << " buffers " << result.max_buffer_abs_diff;
   }
   if (!HasFailure()) fs::remove_all(directory);
+}
+
+// The legality of a range grown node by node (what Chen's walk asks of every
+// prefix) is the rules' answer for that range, on every range of up to 300
+// nodes of a real graph.
+TEST_P(CutProperty, GrowingRangesGiveTheRulesAnswer) {
+  const fs::path model = fs::path(ACPROF_TEST_MODELS_DIR) / GetParam();
+  ASSERT_TRUE(fs::exists(model)) << model;
+  const Profile profile = quickProfile(model);
+  const CutRules rules = cutRulesOf(profile);
+  const int node_count = static_cast<int>(profile.nodes.size());
+  int legal = 0, illegal = 0;
+  for (int first = 0; first < node_count; ++first) {
+    CutRules::GrowingRange range(rules, first);
+    for (int last = first; last < std::min(node_count, first + 300); ++last) {
+      range.extendTo(last);
+      const std::string problem = rules.problem(first, last);
+      ASSERT_EQ(range.legal(), problem.empty()) << "[" << first << ", " << last << "]: " << problem;
+      ++(problem.empty() ? legal : illegal);
+    }
+  }
+  EXPECT_GT(legal, 0);
+  EXPECT_GT(illegal, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, CutProperty,

@@ -120,6 +120,43 @@ bool CutRules::grownToLegal(int& first, int& last, int max_nodes) const {
   return false;
 }
 
+// The rules of firstViolation, node by node. A node reads only values made
+// before it, so whether a read is of a value made inside depends on the first
+// node only; a write may also reach a value made later (an alias).
+void CutRules::GrowingRange::extendTo(int last_node) {
+  const CutRules& rules = *rules_;
+  while (last_ < last_node) {
+    const int n = ++last_;
+    const ForwardNode& node = rules.nodes_[n];
+    if (node.role == CutRole::Barrier) broken_ = true;
+    if (node.role != CutRole::Compute) continue;
+    has_compute_ = true;
+    for (int v : node.reads) {
+      if (rules.madeInside(v, first_, n)) continue;
+      if (rules.values_[v].entry == ValueEntry::Blocked) broken_ = true;
+      latest_input_writer_ = std::max(latest_input_writer_, rules.last_writer_[v]);
+    }
+    for (int v : node.writes) {
+      const GraphValue& value = rules.values_[v];
+      if (value.is_tensor && !value.requires_grad) continue;
+      // An in-place write also writes the values that alias its target, some
+      // made by later nodes (`add_` then `relu_`): inside once those join.
+      const int producer = value.producer_node;
+      if (producer > n && rules.nodes_[producer].role == CutRole::Compute)
+        earliest_legal_last_ = std::max(earliest_legal_last_, producer);
+      else if (!rules.madeInside(v, first_, n))
+        broken_ = true;
+    }
+    for (int v : rules.outputs_of_node_[n])
+      if (!rules.values_[v].can_leave) latest_kept_output_reader_ = std::max(latest_kept_output_reader_, rules.last_reader_[v]);
+  }
+}
+
+bool CutRules::GrowingRange::legal() const {
+  return !broken_ && has_compute_ && latest_input_writer_ <= last_ && latest_kept_output_reader_ <= last_ &&
+         earliest_legal_last_ <= last_;
+}
+
 SegmentBoundary CutRules::boundary(int first, int last) const {
   SegmentBoundary boundary;
   std::unordered_set<int> inputs, written;

@@ -66,6 +66,31 @@ class CutRules {
   // The last node that reads a value (node_count for the graph's return, -1 if none).
   int lastReader(int value) const { return last_reader_[value]; }
 
+  // Whether [first, last] may be a segment while `last` grows one node at a
+  // time from a fixed first node: the same answer as problem(first, last)
+  // being "", at a cost per added node instead of per node of the range (a
+  // walk that asks it of every prefix of a range is then linear, not
+  // quadratic). Rules that depend on `first` only are settled as each node
+  // joins; those that depend on `last` keep the furthest node they reach.
+  class GrowingRange {
+   public:
+    GrowingRange(const CutRules& rules, int first_node)
+        : rules_(&rules), first_(first_node), last_(first_node - 1) {}
+    // Adds the nodes after the current last one, up to and including last_node.
+    void extendTo(int last_node);
+    bool legal() const;
+
+   private:
+    const CutRules* rules_;
+    int first_;
+    int last_;
+    bool broken_ = false;  // a barrier, an input that cannot enter or a write outside: no later node mends it
+    bool has_compute_ = false;
+    int latest_input_writer_ = -1;        // the last node that writes in place to an input read so far
+    int latest_kept_output_reader_ = -1;  // the last reader of an output made so far that cannot leave
+    int earliest_legal_last_ = -1;        // the last maker of a later value written in place so far
+  };
+
  private:
   std::string describeNode(int node) const;
 
