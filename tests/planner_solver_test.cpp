@@ -296,10 +296,12 @@ TEST(PlannerSolverOptimal, StopsAtTheTimeLimitAndSaysItIsNotProven) {
 
 // The default (auto) against the proven optimum on networks the exact search
 // finishes: its floor within 2 % on every one, and at 80 % and 60 % of the
-// peak its extra time within 10 % in at least nine cases of ten and within
-// 15 % in all (seed 4 at 80 %: one segment where it keeps four, 10.1 % slower).
-TEST(PlannerSolverOptimal, DefaultIsWithinTwoPercentOfTheOptimalFloorAndNearItsTime) {
-  int cases = 0, within_ten_percent = 0;
+// peak its extra time within 10 % on every one. Seed 4 at 80 % was 10.1 %
+// slower before the default dropped and repaired segments of a plan that
+// fits (one segment is cheapest there; moves from four, each of which must
+// keep the plan fitting, cannot reach it).
+TEST(PlannerSolverOptimal, DefaultIsWithinTwoPercentOfTheOptimalFloorAndTenPercentOfItsTime) {
+  int cases = 0;
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     const Profile p = residualNetworkProfile(4, seed);
     const Simulator simulator(p);
@@ -315,12 +317,11 @@ TEST(PlannerSolverOptimal, DefaultIsWithinTwoPercentOfTheOptimalFloorAndNearItsT
       const SolverResult chosen = solveRecompute(simulator, "auto", budget);
       ASSERT_LE(chosen.simulation.peak_bytes, budget) << "seed " << seed << " " << fraction;
       const double ratio = chosen.simulation.extra_time_us / std::max(optimal.simulation.extra_time_us, 1e-9);
-      EXPECT_LE(ratio, 1.15) << "seed " << seed << " " << fraction;
+      EXPECT_LE(ratio, 1.10) << "seed " << seed << " " << fraction;
       ++cases;
-      within_ten_percent += ratio <= 1.10;
     }
   }
-  EXPECT_GE(within_ten_percent * 10, cases * 9) << within_ten_percent << " of " << cases;
+  EXPECT_GE(cases, 12);
 }
 
 // Where mu-two's greedy stalls (it only grows segments, each choice must lower

@@ -53,6 +53,14 @@ class SegmentSetSearch {
 
   void stopAt(Clock::time_point deadline) { deadline_ = deadline; }
   void stopAfterVisits(long visits) { visits_left_ = visits; }
+  // A fresh allowance of search steps for the next window, after a window
+  // that spent its own: the search goes on (without a clock, as the window
+  // search runs, nothing else stops it).
+  void allowVisits(long visits) {
+    visits_left_ = visits;
+    stopped_ = false;
+  }
+  long visitsLeft() const { return std::max(visits_left_, 0L); }
   long plansJudged() const { return leaves_; }
   int computeNodeCount() const { return static_cast<int>(index_.compute_nodes.size()); }
   RecomputeDecision decision() const { return tracker_.decision(); }
@@ -256,13 +264,27 @@ SolverResult solveOptimal(const Simulator& simulator, int64_t budget_bytes, doub
 RecomputeDecision improveByWindows(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
                                    int window, long visit_allowance) {
   SegmentSetSearch search(simulator, budget_bytes, start);
-  search.stopAfterVisits(visit_allowance);
   const int count = search.computeNodeCount();
   const int stride = std::max(1, window / 2);
-  // A second pass sees what the first changed downstream of each window.
-  for (int pass = 0; pass < kWindowPasses; ++pass)
-    for (int lo = 0; lo < count; lo += stride)
-      if (!search.improveWindow(lo, lo + window)) return search.decision();
+  // The first pass lets each window take what it needs of half the
+  // allowance: a deep improvement early in the graph may need many steps
+  // (the 24-layer MLP at 80 %: 12 % less time than with even shares). The
+  // second pass gives each window an even share of the rest, so the windows
+  // searched last are searched too: when the first window to run out ended
+  // the whole search, a generated 4-block network at 60 % kept two segments
+  // one node off the pair that costs 11 % less, in a window never reached.
+  const long windows_per_pass = (count + stride - 1) / stride;
+  long visits_left = visit_allowance;
+  for (int pass = 0; pass < kWindowPasses; ++pass) {
+    long windows_left = windows_per_pass;
+    for (int lo = 0; lo < count; lo += stride, --windows_left) {
+      const long share = pass == 0 ? std::max(0L, visits_left - visit_allowance / 2) : visits_left / windows_left;
+      if (share <= 0) continue;
+      search.allowVisits(share);
+      search.improveWindow(lo, lo + window);
+      visits_left -= share - search.visitsLeft();
+    }
+  }
   return search.decision();
 }
 

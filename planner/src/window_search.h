@@ -3,7 +3,9 @@
 // widened to whole segments) is searched exhaustively with the rest of the
 // plan fixed, and its best segments replace the current ones when the whole
 // plan gets better for the budget (betterForBudget's order). Deterministic:
-// the search stops after `visit_allowance` search steps, not at a clock.
+// the search takes at most `visit_allowance` search steps, not a clock: in
+// the first pass each window takes what it needs of one half, in the second
+// each gets an even share of what is left.
 #pragma once
 
 #include "acprof/simulator.h"
