@@ -119,12 +119,6 @@ TEST(PlannerPeakTracker, SamePeakAsTheSimulatorAfterAnySequenceOfSegmentChanges)
   EXPECT_GT(peaks_the_saves_moved, 20) << "the saved-tensor facts never changed a peak";
 }
 
-}  // namespace
-}  // namespace acprof
-
-namespace acprof {
-namespace {
-
 // The bytes above a threshold, summed over the leaves (the refiner's tie-break
 // between plans of equal peak), against a plain array after random range
 // additions: at thresholds below, at and above the peak, and between values.

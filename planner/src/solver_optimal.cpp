@@ -52,7 +52,6 @@ class SegmentSetSearch {
   }
 
   void stopAt(Clock::time_point deadline) { deadline_ = deadline; }
-  void stopAfterVisits(long visits) { visits_left_ = visits; }
   // A fresh allowance of search steps for the next window, after a window
   // that spent its own: the search goes on (without a clock, as the window
   // search runs, nothing else stops it).
