@@ -119,6 +119,38 @@ TEST(PlannerPeakTracker, SamePeakAsTheSimulatorAfterAnySequenceOfSegmentChanges)
   EXPECT_GT(peaks_the_saves_moved, 20) << "the saved-tensor facts never changed a peak";
 }
 
+// Range additions (the bottom-up walk of MaxSegmentTree::add) against a plain
+// array: the maximum, its leftmost leaf, each leaf's value and the maximum of
+// random ranges, at sizes that are and are not powers of two.
+TEST(PlannerPeakTracker, RangeAdditionsAgreeWithAPlainArray) {
+  std::mt19937 random(11);
+  for (int size : {1, 2, 3, 64, 100, 1000}) {
+    std::uniform_int_distribution<int64_t> value(-1000, 1000);
+    std::vector<int64_t> plain(size);
+    for (int64_t& v : plain) v = value(random);
+    MaxSegmentTree tree(plain);
+    std::uniform_int_distribution<int> leaf(0, size - 1);
+    std::uniform_int_distribution<int64_t> delta(-300, 300);
+    for (int round = 0; round < 200; ++round) {
+      const int a = leaf(random), b = leaf(random);
+      const int begin = std::min(a, b), end = std::max(a, b) + 1;
+      const int64_t d = delta(random);
+      tree.add(begin, end, d);
+      for (int i = begin; i < end; ++i) plain[i] += d;
+      const auto peak = std::max_element(plain.begin(), plain.end());
+      ASSERT_EQ(tree.max(), *peak) << "size " << size << " round " << round;
+      ASSERT_EQ(tree.leftmostMaxLeaf(), peak - plain.begin()) << "size " << size << " round " << round;
+      const int probe = leaf(random);
+      ASSERT_EQ(tree.valueAt(probe), plain[probe]) << "size " << size << " round " << round;
+      const int c = leaf(random), e = leaf(random);
+      const int range_begin = std::min(c, e), range_end = std::max(c, e) + 1;
+      ASSERT_EQ(tree.maxIn(range_begin, range_end),
+                *std::max_element(plain.begin() + range_begin, plain.begin() + range_end))
+          << "size " << size << " round " << round;
+    }
+  }
+}
+
 // The bytes above a threshold, summed over the leaves (the refiner's tie-break
 // between plans of equal peak), against a plain array after random range
 // additions: at thresholds below, at and above the peak, and between values.

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "planner_test_profiles.h"
@@ -179,6 +181,27 @@ TEST(PlannerSolver, MuTwoFitsSeventyAndFiftyPercentWithNoMoreTimeThanChen) {
       EXPECT_LE(mu_at_chen.simulation.extra_time_us, chen.simulation.extra_time_us)
           << "seed " << seed << " fraction " << fraction;
     }
+  }
+}
+
+// Where the greedy stalls on a large graph, mu-two's fallback tries a grid of
+// Chen segment counts and then finer grids around the best, not every count
+// (each is a walk and a simulation of the whole graph). On these 3000-node
+// networks its floor stays within 1 % of the best over every count (without
+// the finer grids: 1.7 % above). At 10k nodes it is 4 % above, in 0.2 s
+// instead of 1.6 s, and the refiner's floor is the same.
+TEST(PlannerSolver, MuTwoFallbackOnALargeGraphIsNearTheBestEvenPlanOfEveryCount) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const Profile p = residualNetworkProfile(500, seed);  // 3000 nodes: past every-count's limit
+    const Simulator simulator(p);
+    const int producers = activationProducerCount(simulator);
+    const int most = std::min(producers, 2 * static_cast<int>(std::ceil(std::sqrt(static_cast<double>(producers)))));
+    ASSERT_GT(static_cast<long>(most) * static_cast<long>(p.nodes.size()), 200000L) << "too small for the grid";
+    int64_t best_even = std::numeric_limits<int64_t>::max();
+    for (int count = 1; count <= most; ++count)
+      best_even = std::min(best_even, segmentEvenly(simulator, count).simulation.peak_bytes);
+    const int64_t fallback = solveMuTwo(simulator, 1).simulation.peak_bytes;
+    EXPECT_LE(static_cast<double>(fallback), 1.01 * static_cast<double>(best_even)) << "seed " << seed;
   }
 }
 

@@ -27,7 +27,7 @@ class MaxSegmentTree {
   int64_t excessAbove(int64_t threshold) const { return excessAbove(1, 0, threshold); }
 
  private:
-  void add(int node, int node_begin, int node_end, int begin, int end, int64_t delta);
+  void pullUp(int node);  // recomputes the maxima of the node's ancestors
   int64_t maxIn(int node, int node_begin, int node_end, int begin, int end) const;
   int64_t excessAbove(int node, int64_t ancestors_add, int64_t threshold) const;
   int size_ = 1;
