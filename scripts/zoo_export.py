@@ -7,6 +7,10 @@
 classification model builder of the installed torchvision, then small nn.TransformerEncoder and
 nn.TransformerDecoder stacks (d_model 64, 2 layers, batch_first, post-norm and pre-norm).
 
+--set reference lists and exports acprof's own reference models instead: those of
+models/model_sets.py's test set, at the sizes and in the modes the tests use ("modes" in the
+--list answer names each model's), with their own training specs.
+
 --model exports one model with random weights (seed 0, weights=None) in train mode, traced or
 scripted, at batch 2 and the smallest square image size (from IMAGE_SIZES) whose forward runs.
 The archive stores the input spec, the target and the loss (models/export.py's helper), so
@@ -34,6 +38,8 @@ from torch import nn
 # specs are written (models/export.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
 import export  # noqa: E402
+import model_sets  # noqa: E402
+import reference_models  # noqa: E402
 import specs  # noqa: E402
 
 BATCH = 2  # the smallest batch at which BatchNorm trains on a 1x1 feature map
@@ -83,6 +89,28 @@ def torchvision_names() -> List[str]:
 
 def all_names() -> List[str]:
     return torchvision_names() + list(TRANSFORMERS)
+
+
+def reference_modes() -> Dict[str, List[str]]:
+    """The test set's reference models, each with the modes the tests export it in."""
+    modes: Dict[str, List[str]] = {}
+    for name, mode in model_sets.SETS["test"].values():
+        modes.setdefault(name, [])
+        if mode not in modes[name]:
+            modes[name].append(mode)
+    return modes
+
+
+def export_reference(name: str, mode: str, out: str) -> Dict:
+    if mode not in reference_modes()[name]:
+        return {"status": "skipped", "reason": f"the tests export it {' and '.join(reference_modes()[name])} only"}
+    reference = reference_models.CATALOGUE[name]
+    try:
+        reference.export(out, mode)
+    except Exception as error:
+        return {"status": "skipped", "reason": f"export fails: {one_line(error)}"}
+    t = reference.training
+    return {"status": "exported", "inputs": t.inputs, "target": t.target, "loss": t.loss}
 
 
 # ---------------------------------------------------------------- torchvision models
@@ -258,17 +286,26 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--out", help="archive to write")
     parser.add_argument("--max-step-seconds", type=float, default=60.0,
                         help="skip a model whose eager training step takes longer (default 60)")
+    parser.add_argument("--set", choices=("zoo", "reference"), default="zoo",
+                        help="torchvision and nn.Transformer models (zoo), or acprof's test-set reference models")
     args = parser.parse_args(argv)
 
+    names = sorted(reference_modes()) if args.set == "reference" else all_names()
     if args.list:
-        print(json.dumps({"torch": torch.__version__, "torchvision": torchvision.__version__, "models": all_names()}))
+        listing = {"torch": torch.__version__, "torchvision": torchvision.__version__, "models": names}
+        if args.set == "reference":
+            listing["modes"] = reference_modes()
+        print(json.dumps(listing))
         return 0
     if not args.model or not args.out:
         parser.error("pass --list, or --model and --out")
-    if args.model not in all_names():
-        parser.error(f"unknown model {args.model!r}; see --list")
+    if args.model not in names:
+        parser.error(f"unknown model {args.model!r}; see --list --set {args.set}")
     torch.set_grad_enabled(True)
-    print(json.dumps(export_model(args.model, args.mode, args.out, args.max_step_seconds)), flush=True)
+    if args.set == "reference":
+        print(json.dumps(export_reference(args.model, args.mode, args.out)), flush=True)
+    else:
+        print(json.dumps(export_model(args.model, args.mode, args.out, args.max_step_seconds)), flush=True)
     return 0
 
 
