@@ -66,6 +66,26 @@ TEST(Recorder, MlpReluOutputsAreSavedByTheirReluAndTheNextLinear) {
   EXPECT_EQ(activations, 4);
 }
 
+// What a forward returns in a tuple or a dict is the model's output, not an
+// activation: recompute cannot drop it, and the planner must not count on it.
+// The forward-made tensors of category Output are exactly the returned ones.
+TEST(Recorder, TupleAndDictOutputsAreCategorisedAsOutputs) {
+  const std::vector<std::pair<std::string, std::vector<std::vector<int64_t>>>> models = {
+      {"tuple_out_scripted.pt", {{1024, 128}, {1024, 10}}},        // (logits, features)
+      {"transformer_dict_scripted.pt", {{8, 64, 64}, {8, 64, 128}}},  // {"logits", "hidden"}
+  };
+  for (const auto& [model, returned] : models) {
+    const Profile p = profileOf(model);
+    std::vector<std::vector<int64_t>> outputs;
+    for (const TensorRecord& t : p.tensors)
+      if (t.category == Category::Output && t.producer_node >= 0) outputs.push_back(t.shape);
+    std::vector<std::vector<int64_t>> expected = returned;
+    std::sort(outputs.begin(), outputs.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(outputs, expected) << model;
+  }
+}
+
 class EveryReferenceModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryReferenceModel, CategoriesSumToAllocatorBytesAtEveryStep) {
