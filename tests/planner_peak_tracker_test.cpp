@@ -50,6 +50,12 @@ void expectSameAsSimulator(const Simulator& simulator, const PeakTracker& tracke
   const std::vector<int64_t> live = simulator.liveBytesPerEvent(decision);
   for (int e = 0; e < static_cast<int>(live.size()); ++e)
     ASSERT_EQ(tracker.liveBytesAt(eventLeaf(e)), live[e]) << context << ", after event " << e;
+  // Which tensors the decision drops (what mu-two scores its candidates by),
+  // against a tracker that put the same decision in at once.
+  PeakTracker fresh(simulator.index());
+  fresh.replace({}, decision);
+  for (int t = 0; t < static_cast<int>(simulator.profile().tensors.size()); ++t)
+    ASSERT_EQ(tracker.isDropped(t), fresh.isDropped(t)) << context << ", tensor " << t;
 }
 
 TEST(PlannerPeakTracker, StartsAtTheSimulatorsNoRecomputeTimeline) {
@@ -62,11 +68,12 @@ TEST(PlannerPeakTracker, StartsAtTheSimulatorsNoRecomputeTimeline) {
 }
 
 // Random legal, non-overlapping segments put in, taken out, and swapped one
-// for another (what the greedy and the refiner do), on generated residual
-// networks; every intermediate decision is compared, so a segment whose
-// removal leaves something behind shows on a later step.
+// for another (what the greedy and the refiner do), each step followed by a
+// trial that is undone, on generated residual networks; every intermediate
+// decision is compared, so a segment whose removal (or an undo that) leaves
+// something behind shows on a later step.
 TEST(PlannerPeakTracker, SamePeakAsTheSimulatorAfterAnySequenceOfSegmentChanges) {
-  int decisions_with_segments = 0, peaks_that_moved = 0, peaks_the_saves_moved = 0;
+  int decisions_with_segments = 0, peaks_that_moved = 0, peaks_the_saves_moved = 0, undone_trials = 0;
   // Seeds 6 to 8 also name what autograd saved, so a segment output read
   // after it dies at that read (memory_rules.h), which depends on the segments
   // around it.
@@ -111,12 +118,27 @@ TEST(PlannerPeakTracker, SamePeakAsTheSimulatorAfterAnySequenceOfSegmentChanges)
       decisions_with_segments += !now.empty();
       peaks_that_moved += tracker.peakBytes() != baseline;
       if (seed > 5) peaks_the_saves_moved += tracker.peakBytes() != without_saves.simulate(now).peak_bytes;
+
+      // A trial that is not kept (a move the refiner rejects): after
+      // undoLastReplace the tracker is at `now` again, and the steps after
+      // build on what the undo restored (segments, intervals, dropped tensors).
+      std::vector<NodeRange> trial_removed, trial_added;
+      if (!decision.empty() && pick(2) == 0)
+        trial_removed.push_back(std::next(decision.begin(), static_cast<long>(pick(decision.size())))->second);
+      if (freeRange(range)) trial_added.push_back(range);
+      tracker.replace(trial_removed, trial_added);
+      tracker.undoLastReplace();
+      undone_trials += !trial_removed.empty() || !trial_added.empty();
+      expectSameAsSimulator(simulator, tracker, now,
+                            "seed " + std::to_string(seed) + " step " + std::to_string(step) + ", trial undone");
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
   // The comparison means something only if it saw real decisions that change the peak.
   EXPECT_GT(decisions_with_segments, 500);
   EXPECT_GT(peaks_that_moved, 100);
   EXPECT_GT(peaks_the_saves_moved, 20) << "the saved-tensor facts never changed a peak";
+  EXPECT_GT(undone_trials, 500);
 }
 
 // Range additions (the bottom-up walk of MaxSegmentTree::add) against a plain

@@ -34,7 +34,7 @@ std::vector<int64_t> emptyDecisionLeaves(const ProfileIndex& index) {
 
 // Whether two interval lists add the same bytes to the same leaves.
 bool sameLeaves(const std::array<LeafInterval, 2>& a, int a_count, const std::array<LeafInterval, 2>& b,
-                   int b_count) {
+                int b_count) {
   if (a_count != b_count) return false;
   for (int i = 0; i < a_count; ++i)
     if (a[i].bytes != b[i].bytes || a[i].begin_leaf != b[i].begin_leaf || a[i].end_leaf != b[i].end_leaf)
@@ -45,22 +45,26 @@ bool sameLeaves(const std::array<LeafInterval, 2>& a, int a_count, const std::ar
 }  // namespace
 
 MaxSegmentTree::MaxSegmentTree(const std::vector<int64_t>& leaf_values) {
-  while (size_ < static_cast<int>(leaf_values.size())) size_ *= 2;
+  while (size_ < static_cast<int>(leaf_values.size())) {
+    size_ *= 2;
+    ++leaf_level_;
+  }
   max_.assign(2 * size_, kNeverPeak);
   add_.assign(2 * size_, 0);
+  stale_by_level_.resize(leaf_level_);
+  stale_stamp_.assign(size_, 0);
   for (size_t i = 0; i < leaf_values.size(); ++i) max_[size_ + i] = add_[size_ + i] = leaf_values[i];
   for (int node = size_ - 1; node >= 1; --node) max_[node] = std::max(max_[2 * node], max_[2 * node + 1]);
 }
 
 // Bottom up, without recursion: the nodes that take the addition whole are
 // the siblings along the two paths from `begin` and `end - 1` to the root, and
-// only the ancestors on those paths need their maximum again. The floor
-// search at 10k nodes spends a third of its time here: 12 % less than with
-// the top-down recursion.
-void MaxSegmentTree::add(int begin, int end, int64_t delta) {
+// only the ancestors on those paths need their maximum again.
+void MaxSegmentTree::addPending(int begin, int end, int64_t delta) {
   if (begin >= end || delta == 0) return;
   int left = begin + size_, right = end + size_;
-  const int first_leaf = left, last_leaf = right - 1;
+  markAncestors(left);
+  markAncestors(right - 1);
   while (left < right) {
     if (left & 1) {
       max_[left] += delta;
@@ -73,12 +77,26 @@ void MaxSegmentTree::add(int begin, int end, int64_t delta) {
     left /= 2;
     right /= 2;
   }
-  pullUp(first_leaf);
-  pullUp(last_leaf);
 }
 
-void MaxSegmentTree::pullUp(int node) {
-  for (node /= 2; node >= 1; node /= 2) max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
+// Up to the first ancestor already marked: the paths of a replace's ranges,
+// which lie close together, share most of their ancestors.
+void MaxSegmentTree::markAncestors(int node) {
+  int level = leaf_level_ - 1;
+  for (node /= 2; node >= 1 && stale_stamp_[node] != stamp_; node /= 2, --level) {
+    stale_stamp_[node] = stamp_;
+    stale_by_level_[level].push_back(node);
+  }
+}
+
+// The deepest level first: a node's maximum needs its children's.
+void MaxSegmentTree::updateMaxima() {
+  for (int level = leaf_level_ - 1; level >= 0; --level) {
+    for (const int node : stale_by_level_[level])
+      max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
+    stale_by_level_[level].clear();
+  }
+  ++stamp_;
 }
 
 int64_t MaxSegmentTree::maxIn(int begin, int end) const { return maxIn(1, 0, size_, begin, end); }
@@ -116,6 +134,7 @@ int64_t MaxSegmentTree::excessAbove(int node, int64_t ancestors_add, int64_t thr
 
 PeakTracker::PeakTracker(const ProfileIndex& index)
     : index_(index),
+      segment_of_node_(index.node_count, nullptr),
       intervals_(index.profile.tensors.size()),
       interval_count_(index.profile.tensors.size(), 0),
       dropped_(index.profile.tensors.size(), 0),
@@ -125,73 +144,137 @@ PeakTracker::PeakTracker(const ProfileIndex& index)
     interval_count_[t] = tensorIntervals(index, t, *this, intervals_[t].data());
 }
 
-const SegmentTiming* PeakTracker::segmentContaining(int node) const {
-  auto it = segments_.upper_bound(node);
-  if (it == segments_.begin()) return nullptr;
-  --it;
-  return it->second.range.last_node >= node ? &it->second : nullptr;
-}
-
 RecomputeDecision PeakTracker::decision() const {
   RecomputeDecision out;
   for (const auto& [first, timing] : segments_) out.push_back(timing.range);
   return out;
 }
 
+void PeakTracker::addToTree(int begin_leaf, int end_leaf, int64_t delta) {
+  if (begin_leaf >= end_leaf || delta == 0) return;
+  tree_.addPending(begin_leaf, end_leaf, delta);
+  log_.tree_adds.push_back({begin_leaf, end_leaf, delta});
+}
+
+void PeakTracker::setSegmentOf(const NodeRange& range, const SegmentTiming* segment) {
+  std::fill(segment_of_node_.begin() + range.first_node, segment_of_node_.begin() + range.last_node + 1, segment);
+}
+
 void PeakTracker::applyTensor(int tensor, int sign) {
   for (int i = 0; i < interval_count_[tensor]; ++i) {
     const LeafInterval& interval = intervals_[tensor][i];
-    tree_.add(interval.begin_leaf, interval.end_leaf, sign * interval.bytes);
+    addToTree(interval.begin_leaf, interval.end_leaf, sign * interval.bytes);
   }
 }
 
+// Most moved intervals keep one end (a tensor freed later or earlier, or
+// made again at its recompute with the same end): only the leaves between
+// the old and the new other end change.
+void PeakTracker::moveIntervals(int tensor, const std::array<LeafInterval, 2>& now, int now_count) {
+  const std::array<LeafInterval, 2>& was = intervals_[tensor];
+  if (interval_count_[tensor] != now_count) {
+    applyTensor(tensor, -1);
+    intervals_[tensor] = now;
+    interval_count_[tensor] = now_count;
+    applyTensor(tensor, +1);
+    return;
+  }
+  for (int i = 0; i < now_count; ++i) {
+    const LeafInterval& a = was[i];
+    const LeafInterval& b = now[i];
+    if (a.bytes == b.bytes && a.begin_leaf == b.begin_leaf) {
+      addToTree(std::min(a.end_leaf, b.end_leaf), std::max(a.end_leaf, b.end_leaf),
+                       b.end_leaf > a.end_leaf ? b.bytes : -b.bytes);
+    } else if (a.bytes == b.bytes && a.end_leaf == b.end_leaf) {
+      addToTree(std::min(a.begin_leaf, b.begin_leaf), std::max(a.begin_leaf, b.begin_leaf),
+                       b.begin_leaf < a.begin_leaf ? b.bytes : -b.bytes);
+    } else {
+      addToTree(a.begin_leaf, a.end_leaf, -a.bytes);
+      addToTree(b.begin_leaf, b.end_leaf, b.bytes);
+    }
+  }
+  intervals_[tensor] = now;
+}
+
 void PeakTracker::applyBlock(const RecomputeBlock& block, int sign) {
-  if (block.has_events) tree_.add(block.leaf, block.leaf + 1, sign * block.rise_bytes);
-  tree_.add(block.kept_state.begin_leaf, block.kept_state.end_leaf, sign * block.kept_state.bytes);
+  if (block.has_events) addToTree(block.leaf, block.leaf + 1, sign * block.rise_bytes);
+  addToTree(block.kept_state.begin_leaf, block.kept_state.end_leaf, sign * block.kept_state.bytes);
 }
 
 void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vector<NodeRange>& added) {
+  log_.undoable = true;
+  log_.added = added;
+  log_.removed.clear();
+  log_.tensors.clear();
+  log_.tree_adds.clear();
   // Only tensors made or read by the changed nodes can change their intervals.
   ++stamp_;
-  std::vector<int> touched;
+  touched_.clear();
+  auto touch = [&](const int* begin, const int* end) {
+    for (const int* t = begin; t != end; ++t)
+      if (touched_stamp_[*t] != stamp_) touched_stamp_[*t] = stamp_, touched_.push_back(*t);
+  };
   auto touchNodes = [&](const NodeRange& r) {
     for (int n = r.first_node; n <= r.last_node; ++n) {
-      for (const int* t = index_.tensors_produced_by_node.begin(n); t != index_.tensors_produced_by_node.end(n); ++t)
-        if (touched_stamp_[*t] != stamp_) touched_stamp_[*t] = stamp_, touched.push_back(*t);
-      for (const int* t = index_.tensors_used_by_node.begin(n); t != index_.tensors_used_by_node.end(n); ++t)
-        if (touched_stamp_[*t] != stamp_) touched_stamp_[*t] = stamp_, touched.push_back(*t);
-      for (const int* t = index_.gradients_received_by_node.begin(n); t != index_.gradients_received_by_node.end(n);
-           ++t)
-        if (touched_stamp_[*t] != stamp_) touched_stamp_[*t] = stamp_, touched.push_back(*t);
+      touch(index_.tensors_produced_by_node.begin(n), index_.tensors_produced_by_node.end(n));
+      touch(index_.tensors_used_by_node.begin(n), index_.tensors_used_by_node.end(n));
+      touch(index_.gradients_received_by_node.begin(n), index_.gradients_received_by_node.end(n));
     }
   };
   for (const NodeRange& r : removed) touchNodes(r);
   for (const NodeRange& r : added) touchNodes(r);
   for (const NodeRange& r : removed) {
-    applyBlock(blocks_.at(r.first_node), -1);
+    const RecomputeBlock& block = blocks_.at(r.first_node);
+    applyBlock(block, -1);
+    log_.removed.push_back({segments_.at(r.first_node), block});
+    setSegmentOf(r, nullptr);
     blocks_.erase(r.first_node);
     segments_.erase(r.first_node);
   }
   for (const NodeRange& r : added) {
-    const SegmentTiming timing = segmentTiming(index_, r);
-    segments_[r.first_node] = timing;
+    const SegmentTiming& timing = segments_[r.first_node] = segmentTiming(index_, r);
+    setSegmentOf(r, &timing);
     blocks_[r.first_node] = recomputeBlock(index_, timing);
     applyBlock(blocks_[r.first_node], +1);
   }
   // The tree changes only where an interval did: a move that shifts a
   // segment's end by a node leaves most of its tensors' intervals as they
   // were; skipping those took the floor search at 10k nodes from 4.3 to 3.6 s.
-  for (int t : touched) {
+  for (int t : touched_) {
     std::array<LeafInterval, 2> now;
     const int count = tensorIntervals(index_, t, *this, now.data());
-    const bool moved = !sameLeaves(intervals_[t], interval_count_[t], now, count);
-    if (moved) applyTensor(t, -1);
-    intervals_[t] = now;
-    interval_count_[t] = count;
-    if (moved) applyTensor(t, +1);
     const int producer = index_.profile.tensors[t].producer_node;
-    const SegmentTiming* own = producer >= 0 ? segmentContaining(producer) : nullptr;
-    dropped_[t] = own && own->has_backward && droppedByCheckpoint(insideRole(index_, t, *own));
+    const SegmentTiming* own = segmentContaining(producer);
+    const char dropped = own && own->has_backward && droppedByCheckpoint(insideRole(index_, t, *own));
+    const bool moved = !sameLeaves(intervals_[t], interval_count_[t], now, count);
+    if (!moved && dropped == dropped_[t]) continue;
+    log_.tensors.push_back({t, intervals_[t], interval_count_[t], dropped_[t]});
+    if (moved) moveIntervals(t, now, count);
+    dropped_[t] = dropped;
+  }
+  tree_.updateMaxima();
+}
+
+void PeakTracker::undoLastReplace() {
+  if (!log_.undoable) return;
+  log_.undoable = false;
+  for (const RangeAdd& a : log_.tree_adds) tree_.addPending(a.begin_leaf, a.end_leaf, -a.delta);
+  tree_.updateMaxima();
+  for (const TensorState& was : log_.tensors) {
+    intervals_[was.tensor] = was.intervals;
+    interval_count_[was.tensor] = was.interval_count;
+    dropped_[was.tensor] = was.dropped;
+  }
+  for (const NodeRange& r : log_.added) {
+    setSegmentOf(r, nullptr);
+    blocks_.erase(r.first_node);
+    segments_.erase(r.first_node);
+  }
+  for (const SegmentState& was : log_.removed) {
+    const int first = was.timing.range.first_node;
+    const SegmentTiming& timing = segments_[first] = was.timing;
+    setSegmentOf(timing.range, &timing);
+    blocks_[first] = was.block;
   }
 }
 
