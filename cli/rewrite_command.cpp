@@ -85,10 +85,10 @@ std::string verificationNote(const std::optional<VerificationResult>& v) {
 // original step, so that a slower or faster machine state cancels out.
 std::string timeLine(const Plan& plan, const StepTimes& times) {
   const double predicted = plan.baseline_iteration_time_us > 0 ? 100.0 * plan.extra_time_us / plan.baseline_iteration_time_us : 0;
-  const double measured = 100.0 * (times.rewritten_us - times.original_us) / times.original_us;
-  return fmt::format("time: step before {:.1f} ms, after {:.1f} ms ({:+.1f}%), predicted {:+.1f}% (medians of {} "
-                     "alternated steps)",
-                     times.original_us / 1000, times.rewritten_us / 1000, measured, predicted, times.rounds);
+  return fmt::format("time: step before {:.1f} ms, after {:.1f} ms, extra {:+.1f}% (median of {} alternated pairs), "
+                     "predicted {:+.1f}%",
+                     times.original_us / 1000, times.rewritten_us / 1000, 100.0 * times.extra_share, times.rounds,
+                     predicted);
 }
 
 // The plan predicts allocated bytes (what tensors hold). Where the allocator
@@ -204,7 +204,8 @@ void addRewriteCommand(CLI::App& app) {
                       "verify within this absolute difference instead of bit for bit under deterministic algorithms "
                       "(for models with nondeterministic ops)");
   command->add_option("--time-rounds", args->time_rounds,
-                      "training steps of each model timed, alternated, for the extra-time line (default 5; 0: skip)")
+                      "pairs of training steps (original, rewritten) timed for the extra-time line: at least this many, "
+                      "more while under a second in all (default 5; 0: skip)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--report-dir", args->report_dir,
                       "where profile.before.json, profile.after.json and report.html go (default: the output's directory)");

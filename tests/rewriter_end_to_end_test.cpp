@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -230,6 +231,30 @@ fs::path profiledAndPlanned(const std::string& name, const std::string& model) {
   EXPECT_EQ(runIn(directory, "profile model.pt").exit_code, 0);
   EXPECT_EQ(runIn(directory, "plan --budget 100%").exit_code, 0);
   return directory;
+}
+
+// Short steps are timed in more pairs than --time-rounds asks for, until the
+// pairs have taken a second (five pairs of 40 ms steps moved the measured
+// extra time by tens of percent of the step between runs); the line says how
+// many pairs. With two pairs asked for, the timing stops at two only if those
+// two took a second; medians of two values are their means, so the line shows it.
+TEST(RewriteTiming, ShortStepsAreTimedInMorePairsThanAsked) {
+  const fs::path directory = profiledAndPlanned("acprof_timing_pairs", "gpt_traced.pt");
+  ASSERT_EQ(runIn(directory, "plan --budget 70%").exit_code, 0);
+  const CommandResult rewritten = runIn(directory, "rewrite --time-rounds 2");
+  ASSERT_EQ(rewritten.exit_code, 0) << outputOf(rewritten);
+  const std::regex time_line(
+      R"(time: step before ([0-9.]+) ms, after ([0-9.]+) ms, extra [-+0-9.]+% \(median of (\d+) alternated pairs\))");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(rewritten.out, match, time_line)) << rewritten.out;
+  const double pair_ms = std::stod(match[1]) + std::stod(match[2]);
+  const int pairs = std::stoi(match[3]);
+  EXPECT_GE(pairs, 2) << rewritten.out;
+  EXPECT_LE(pairs, 50) << rewritten.out;  // rewriter.h's kMostTimedRounds (the test stays torch-free)
+  if (pairs == 2) {
+    EXPECT_GE(2 * pair_ms, 999) << rewritten.out;  // kLeastTimedSeconds, less the rounding
+  }
+  if (!HasFailure()) fs::remove_all(directory);
 }
 
 // A plan made for another model (its sha256 is not the model's): one line with

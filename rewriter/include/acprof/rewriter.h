@@ -66,16 +66,24 @@ struct VerificationResult {
 VerificationResult verifyRewrite(const std::string& original_path, const std::string& rewritten_path,
                                  const StepConfig& config, std::optional<double> tolerance = std::nullopt);
 
-// Median wall time of one training step (forward, loss, backward) of the
+// Wall time of one training step (forward, loss, backward, optimizer) of the
 // original and of the rewritten model, alternated in one process after one
-// warm-up step each, so that both are timed on the same machine state.
+// warm-up step each, so that both are timed on the same machine state: at
+// least `min_rounds` pairs, and more (up to kMostTimedRounds) while the pairs
+// have taken under kLeastTimedSeconds in all.
+constexpr int kMostTimedRounds = 50;
+constexpr double kLeastTimedSeconds = 1.0;
 struct StepTimes {
-  double original_us = 0;
-  double rewritten_us = 0;
+  double original_us = 0;   // median
+  double rewritten_us = 0;  // median
+  // The median over the pairs of (rewritten - original) / original: a pair's
+  // two steps share the machine's state of the moment, which the medians of
+  // each model's steps taken apart do not.
+  double extra_share = 0;
   int rounds = 0;
 };
 StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
-                      int rounds);
+                      int min_rounds);
 
 struct RewriteOptions {
   std::string model_path;   // empty: the plan's model_path
