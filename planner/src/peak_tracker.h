@@ -50,6 +50,9 @@ class MaxSegmentTree {
 class PeakTracker : public DecisionView {
  public:
   explicit PeakTracker(const ProfileIndex& index);  // starts from the empty decision
+  // Not copied: segment_of_node_ points into segments_.
+  PeakTracker(const PeakTracker&) = delete;
+  PeakTracker& operator=(const PeakTracker&) = delete;
 
   int64_t peakBytes() const { return tree_.max(); }
   int peakLeaf() const { return tree_.leftmostMaxLeaf(); }

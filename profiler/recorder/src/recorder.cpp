@@ -322,8 +322,8 @@ Profile recordProfile(const RecordOptions& options) {
     }
     // Plain forwards (no probes) in the same mode: the probes' cost, which the
     // forward step times then do not carry (on small ops it rivals the op).
-    // And plain forwards without grad: what a checkpoint's own forward, which
-    // records no autograd history, costs relative to the original's.
+    // And plain forwards without grad, recorded beside them
+    // (forward_without_grad_ratio, profile_format.h).
     auto timedForward = [&](std::vector<double>& times_us) {
       std::vector<c10::IValue> stack(run.inputs.begin(), run.inputs.end());
       std::optional<AutocastScope> autocast;

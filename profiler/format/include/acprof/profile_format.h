@@ -210,9 +210,10 @@ struct ProfileMeta {
   // Bytes of random-generator state a checkpoint call keeps from its forward
   // until its backward returns (and copies once more while it recomputes).
   int64_t checkpoint_rng_state_bytes = 0;
-  // Plain forward time without grad over with grad (same mode, same inputs):
-  // a checkpoint's forward records no history, so it costs this share of the
-  // original forward, and recomputing adds only this share in all.
+  // Plain forward time without grad over with grad (same mode, same inputs),
+  // of the whole model. Recorded, not used by the planner's time model: a
+  // checkpoint's own forward, which records no history either, measured about
+  // what its segment's forward with grad did (simulator.cpp says by how much).
   double forward_without_grad_ratio = 1.0;
 };
 
