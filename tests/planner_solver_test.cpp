@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -194,8 +193,7 @@ TEST(PlannerSolver, MuTwoFallbackOnALargeGraphIsNearTheBestEvenPlanOfEveryCount)
   for (uint32_t seed : {1u, 2u, 3u}) {
     const Profile p = residualNetworkProfile(500, seed);  // 3000 nodes: past every-count's limit
     const Simulator simulator(p);
-    const int producers = activationProducerCount(simulator);
-    const int most = std::min(producers, 2 * static_cast<int>(std::ceil(std::sqrt(static_cast<double>(producers)))));
+    const int most = mostEvenSegments(simulator);
     ASSERT_GT(static_cast<long>(most) * static_cast<long>(p.nodes.size()), 200000L) << "too small for the grid";
     int64_t best_even = std::numeric_limits<int64_t>::max();
     for (int count = 1; count <= most; ++count)

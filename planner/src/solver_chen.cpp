@@ -22,6 +22,11 @@ int activationProducerCount(const Simulator& simulator) {
   return static_cast<int>(std::count_if(activation_bytes.begin(), activation_bytes.end(), [](int64_t b) { return b > 0; }));
 }
 
+int mostEvenSegments(const Simulator& simulator) {
+  const int producers = activationProducerCount(simulator);
+  return std::min(producers, 2 * static_cast<int>(std::ceil(std::sqrt(static_cast<double>(producers)))));
+}
+
 SolverResult solveChen(const Simulator& simulator, int64_t budget_bytes) {
   const SolverResult none{{}, simulator.baseline(), {}, "chen"};
   if (none.simulation.peak_bytes <= budget_bytes) return none;

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cmath>
 #include <future>
 #include <queue>
 #include <unordered_map>
@@ -567,9 +566,7 @@ SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes) {
   // single choice lowers the peak, above a budget that evenly spaced segments
   // reach. Then try Chen's walk with segment counts up to twice sqrt(n) and
   // keep the plan that fits with the least extra time.
-  const int producers = activationProducerCount(simulator);
-  const int most_segments = std::min(producers, 2 * static_cast<int>(std::ceil(std::sqrt(static_cast<double>(producers)))));
-  return bestEvenPlan(simulator, budget_bytes, most_segments, std::move(result));
+  return bestEvenPlan(simulator, budget_bytes, mostEvenSegments(simulator), std::move(result));
 }
 
 }  // namespace acprof

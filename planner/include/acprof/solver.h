@@ -45,6 +45,9 @@ SolverResult solveChen(const Simulator& simulator, int64_t budget_bytes);
 SolverResult segmentEvenly(const Simulator& simulator, int segment_count);
 // Nodes that leave activations for backward.
 int activationProducerCount(const Simulator& simulator);
+// The most segments mu-two's fallback walks with: twice sqrt of the
+// activation producers, and no more than there are producers.
+int mostEvenSegments(const Simulator& simulator);
 
 // The greedy of μ-TWO (Purandare et al. 2023): repeatedly recompute the
 // activation that frees the most bytes at the current peak per microsecond of
