@@ -204,8 +204,8 @@ void addRewriteCommand(CLI::App& app) {
                       "verify within this absolute difference instead of bit for bit under deterministic algorithms "
                       "(for models with nondeterministic ops)");
   command->add_option("--time-rounds", args->time_rounds,
-                      "pairs of training steps (original, rewritten) timed for the extra-time line: at least this many, "
-                      "more while under a second in all (default 5; 0: skip)")
+                      "pairs of training steps (original, rewritten) timed for the extra-time line: at least "
+                      "this many, more while under a second in all (default 5; 0: skip)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--report-dir", args->report_dir,
                       "where profile.before.json, profile.after.json and report.html go (default: the output's directory)");

@@ -184,10 +184,10 @@ void PeakTracker::moveIntervals(int tensor, const std::array<LeafInterval, 2>& n
     const LeafInterval& b = now[i];
     if (a.bytes == b.bytes && a.begin_leaf == b.begin_leaf) {
       addToTree(std::min(a.end_leaf, b.end_leaf), std::max(a.end_leaf, b.end_leaf),
-                       b.end_leaf > a.end_leaf ? b.bytes : -b.bytes);
+                b.end_leaf > a.end_leaf ? b.bytes : -b.bytes);
     } else if (a.bytes == b.bytes && a.end_leaf == b.end_leaf) {
       addToTree(std::min(a.begin_leaf, b.begin_leaf), std::max(a.begin_leaf, b.begin_leaf),
-                       b.begin_leaf < a.begin_leaf ? b.bytes : -b.bytes);
+                b.begin_leaf < a.begin_leaf ? b.bytes : -b.bytes);
     } else {
       addToTree(a.begin_leaf, a.end_leaf, -a.bytes);
       addToTree(b.begin_leaf, b.end_leaf, b.bytes);
