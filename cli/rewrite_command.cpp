@@ -85,10 +85,13 @@ std::string verificationNote(const std::optional<VerificationResult>& v) {
 // original step, so that a slower or faster machine state cancels out.
 std::string timeLine(const Plan& plan, const StepTimes& times) {
   const double predicted = plan.baseline_iteration_time_us > 0 ? 100.0 * plan.extra_time_us / plan.baseline_iteration_time_us : 0;
-  return fmt::format("time: step before {:.1f} ms, after {:.1f} ms, extra {:+.1f}% (median of {} alternated pairs), "
-                     "predicted {:+.1f}%",
+  const std::string error = times.extra_share_error
+                                ? fmt::format("standard error {:.1f}%", 100.0 * *times.extra_share_error)
+                                : std::string("too few for a standard error");
+  return fmt::format("time: step before {:.1f} ms, after {:.1f} ms, extra {:+.1f}% (median of {} alternated pairs, "
+                     "{}), predicted {:+.1f}%",
                      times.original_us / 1000, times.rewritten_us / 1000, 100.0 * times.extra_share, times.rounds,
-                     predicted);
+                     error, predicted);
 }
 
 // The plan predicts allocated bytes (what tensors hold). Where the allocator
@@ -204,8 +207,11 @@ void addRewriteCommand(CLI::App& app) {
                       "verify within this absolute difference instead of bit for bit under deterministic algorithms "
                       "(for models with nondeterministic ops)");
   command->add_option("--time-rounds", args->time_rounds,
-                      "pairs of training steps (original, rewritten) timed for the extra-time line: at least "
-                      "this many, more while under a second in all (default 5; 0: skip)")
+                      fmt::format("pairs of training steps (original, rewritten) timed for the extra-time line: "
+                                  "at least this many, more (up to {}) while under {:g} s in all, or while the "
+                                  "median's standard error is over {:g}% of the step and under {:g} s in all "
+                                  "(default 5; 0: skip)",
+                                  kMostTimedRounds, kLeastTimedSeconds, 100 * kTimedStandardError, kMostTimedSeconds))
       ->check(CLI::NonNegativeNumber);
   command->add_option("--report-dir", args->report_dir,
                       "where profile.before.json, profile.after.json and report.html go (default: the output's directory)");

@@ -3,6 +3,7 @@
 // same machine, medians over several rounds after a warm-up round.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <ATen/Context.h>
 
@@ -34,6 +35,30 @@ double stepTimeUs(torch::jit::Module& module, Optimizer& optimizer, const std::v
 
 }  // namespace
 
+std::optional<double> medianStandardError(std::vector<double> values) {
+  const size_t n = values.size();
+  if (n < 4) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  // Quartiles by linear interpolation between order statistics.
+  const auto quantile = [&](double q) {
+    const double position = q * static_cast<double>(n - 1);
+    const size_t below = static_cast<size_t>(position);
+    const size_t above = std::min(below + 1, n - 1);
+    return values[below] + (position - static_cast<double>(below)) * (values[above] - values[below]);
+  };
+  const double sigma = (quantile(0.75) - quantile(0.25)) / 1.349;
+  return 1.2533 * sigma / std::sqrt(static_cast<double>(n));
+}
+
+bool moreTimedPairsWanted(const std::vector<double>& extra_shares, double timed_seconds, int min_rounds) {
+  const int rounds = static_cast<int>(extra_shares.size());
+  if (rounds < min_rounds) return true;
+  if (rounds >= kMostTimedRounds) return false;
+  if (timed_seconds < kLeastTimedSeconds) return true;
+  const std::optional<double> error = medianStandardError(extra_shares);
+  return timed_seconds < kMostTimedSeconds && (!error || *error > kTimedStandardError);
+}
+
 StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
                       int min_rounds) {
   const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.run.device, config.run.seed);
@@ -45,19 +70,20 @@ StepTimes timeRewrite(const std::string& original_path, const std::string& rewri
   // Warm-up, never measured; it also makes the optimizer's state, as the profile's warm-up did.
   stepTimeUs(original, original_optimizer, inputs, target, config);
   stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config);
-  // Short steps get more pairs: on a shared 2-core machine five pairs of
-  // 40 ms steps moved the measured extra time by tens of percent of the step
-  // between runs, and a second of steps costs little there.
   std::vector<double> original_us, rewritten_us, extra_shares;
   double timed_us = 0;
-  for (int round = 0; round < kMostTimedRounds && (round < min_rounds || timed_us < kLeastTimedSeconds * 1e6);
-       ++round) {
+  while (min_rounds > 0 && moreTimedPairsWanted(extra_shares, timed_us / 1e6, min_rounds)) {
+    // Every other pair runs the rewritten model first, so that neither model
+    // always inherits the other's caches and allocator state.
+    const bool rewritten_first = extra_shares.size() % 2 == 1;
+    if (rewritten_first) rewritten_us.push_back(stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config));
     original_us.push_back(stepTimeUs(original, original_optimizer, inputs, target, config));
-    rewritten_us.push_back(stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config));
+    if (!rewritten_first) rewritten_us.push_back(stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config));
     extra_shares.push_back((rewritten_us.back() - original_us.back()) / original_us.back());
     timed_us += original_us.back() + rewritten_us.back();
   }
-  return StepTimes{median(original_us), median(rewritten_us), median(extra_shares),
+  if (extra_shares.empty()) return StepTimes{};
+  return StepTimes{median(original_us), median(rewritten_us), median(extra_shares), medianStandardError(extra_shares),
                    static_cast<int>(original_us.size())};
 }
 

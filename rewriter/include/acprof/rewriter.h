@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <torch/script.h>
 
@@ -69,10 +70,12 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
 // Wall time of one training step (forward, loss, backward, optimizer) of the
 // original and of the rewritten model, alternated in one process after one
 // warm-up step each, so that both are timed on the same machine state: at
-// least `min_rounds` pairs, and more (up to kMostTimedRounds) while the pairs
-// have taken under kLeastTimedSeconds in all.
+// least `min_rounds` pairs, then more (never over kMostTimedRounds) while
+// moreTimedPairsWanted says so.
 constexpr int kMostTimedRounds = 50;
 constexpr double kLeastTimedSeconds = 1.0;
+constexpr double kMostTimedSeconds = 10.0;
+constexpr double kTimedStandardError = 0.02;
 struct StepTimes {
   double original_us = 0;   // median
   double rewritten_us = 0;  // median
@@ -80,10 +83,23 @@ struct StepTimes {
   // two steps share the machine's state of the moment, which the medians of
   // each model's steps taken apart do not.
   double extra_share = 0;
+  std::optional<double> extra_share_error;  // medianStandardError of the pairs' shares
   int rounds = 0;
 };
 StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
                       int min_rounds);
+
+// The standard error of the median of `values`, from their interquartile
+// range (1.2533 sigma / sqrt(n), sigma = IQR / 1.349, as for normal noise):
+// robust to the odd step a busy machine stretches. None under 4 values.
+std::optional<double> medianStandardError(std::vector<double> values);
+
+// After `min_rounds` pairs, more while the pairs have taken under
+// kLeastTimedSeconds (short steps), or while the median share's standard
+// error is over kTimedStandardError of the step (or too few pairs to say) and they have taken under
+// kMostTimedSeconds: one step to the next varied by ±15 % on a shared 2-core
+// machine, so five pairs left the median uncertain by about 10 % of the step.
+bool moreTimedPairsWanted(const std::vector<double>& extra_shares, double timed_seconds, int min_rounds);
 
 struct RewriteOptions {
   std::string model_path;   // empty: the plan's model_path

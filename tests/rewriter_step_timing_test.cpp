@@ -1,0 +1,61 @@
+// When acprof rewrite stops timing pairs of steps, and how sure the measured
+// extra time is (rewriter.h: medianStandardError, moreTimedPairsWanted).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "acprof/rewriter.h"
+
+namespace acprof {
+namespace {
+
+std::vector<double> repeated(const std::vector<double>& values, int times) {
+  std::vector<double> out;
+  for (int i = 0; i < times; ++i) out.insert(out.end(), values.begin(), values.end());
+  return out;
+}
+
+// Nine values 0..8: quartiles 2 and 6, sigma 4 / 1.349, and the median's
+// standard error 1.2533 sigma / 3. Four times as many values of the same
+// spread halve it; one wild value (a step a busy machine stretched) moves
+// neither quartile; under four values there are no quartiles to speak of.
+TEST(StepTiming, MedianStandardErrorFollowsTheSpreadAndTheCountNotTheOutliers) {
+  const std::vector<double> nine = {4, 0, 8, 1, 7, 2, 6, 3, 5};
+  const double expected = 1.2533 * (4 / 1.349) / 3;
+  EXPECT_NEAR(medianStandardError(nine).value(), expected, 1e-9);
+  EXPECT_NEAR(medianStandardError(repeated(nine, 4)).value(), expected / 2, 1e-9);
+  std::vector<double> stretched = nine;
+  stretched[2] = 1000;
+  EXPECT_NEAR(medianStandardError(stretched).value(), expected, 1e-9);
+  EXPECT_FALSE(medianStandardError({0.1, 0.3, 0.2}).has_value());
+}
+
+// Shares of pairs as this project's 2-core machine measured them (one step to
+// the next varies by ±15 %) and as a quiet machine would.
+const std::vector<double> kNoisyShares = {-0.11, 0.07, 0.17, -0.15, 0.21};
+const std::vector<double> kQuietShares = {0.101, 0.098, 0.100, 0.103, 0.099};
+
+TEST(StepTiming, PairsGoOnWhileShortOrImpreciseAndStopAtTheLimits) {
+  // Fewer pairs than asked for: always more.
+  EXPECT_TRUE(moreTimedPairsWanted({0.1, 0.1}, kMostTimedSeconds, 3));
+  // Too few to know how sure the median is: more while the time allows.
+  EXPECT_TRUE(moreTimedPairsWanted({0.1, 0.1}, 2 * kLeastTimedSeconds, 2));
+  EXPECT_FALSE(moreTimedPairsWanted({0.1, 0.1}, kMostTimedSeconds, 2));
+  // Short steps: more until a second has passed, even when they agree.
+  EXPECT_TRUE(moreTimedPairsWanted(kQuietShares, 0.5 * kLeastTimedSeconds, 5));
+  // Pairs that disagree: more while the time allows...
+  ASSERT_GT(medianStandardError(kNoisyShares).value(), kTimedStandardError);
+  EXPECT_TRUE(moreTimedPairsWanted(kNoisyShares, 0.5 * kMostTimedSeconds, 5));
+  // ... and no more once it has passed.
+  EXPECT_FALSE(moreTimedPairsWanted(kNoisyShares, kMostTimedSeconds, 5));
+  // Pairs that agree, past the first second: done.
+  ASSERT_LT(medianStandardError(kQuietShares).value(), kTimedStandardError);
+  EXPECT_FALSE(moreTimedPairsWanted(kQuietShares, 2 * kLeastTimedSeconds, 5));
+  // Never past kMostTimedRounds unless the caller asked for more.
+  const std::vector<double> many_noisy = repeated(kNoisyShares, kMostTimedRounds / 5);
+  EXPECT_FALSE(moreTimedPairsWanted(many_noisy, 0.1, 5));
+  EXPECT_TRUE(moreTimedPairsWanted(many_noisy, 0.1, kMostTimedRounds + 1));
+}
+
+}  // namespace
+}  // namespace acprof
