@@ -32,6 +32,7 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
         "tuple_out_scripted.pt": ("tuple_out", "scripted"),
         "gpt_autocast_traced.pt": ("gpt_autocast", "traced"),
         "inplace_view_traced.pt": ("inplace_view", "traced"),
+        "encoder_masks_scripted.pt": ("encoder_masks", "scripted"),
     },
     # The README's default model.
     "demo": {

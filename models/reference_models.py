@@ -14,6 +14,7 @@ import bert
 import cnn
 import convchain
 import densenet_like
+import encoder_masks
 import export
 import gpt
 import inplace_view
@@ -85,6 +86,8 @@ GPT_AUTOCAST = ReferenceModel(
     dataclasses.replace(gpt.training_specs(GPT_AUTOCAST_CONFIG, batch=4), autocast="bfloat16"),
 )
 INPLACE_VIEW = ReferenceModel(inplace_view.build, inplace_view.training_specs())
+# A library module scripted as it is, forward's optional masks left to their defaults.
+ENCODER_MASKS = ReferenceModel(encoder_masks.build, encoder_masks.training_specs())
 
 # The README's default model: a CPU training step of a few seconds whose peak is mostly
 # activations, so that the demo's 60 % budget is reachable (ResNet-18 at CPU-friendly
@@ -116,6 +119,7 @@ CATALOGUE: Dict[str, ReferenceModel] = {
     "tuple_out": TUPLE_OUT,
     "gpt_autocast": GPT_AUTOCAST,
     "inplace_view": INPLACE_VIEW,
+    "encoder_masks": ENCODER_MASKS,
     "resnet18_demo": RESNET18_DEMO,
     "gpt_demo": GPT_DEMO,
     "resnet50_gpu": RESNET50_GPU,

@@ -90,6 +90,8 @@ TEST_P(ProfileCliBadInput, FailsWithOneLineAndWritesNothing) {
   std::string arguments = GetParam().arguments;
   if (const auto at = arguments.find("MLP"); at != std::string::npos)
     arguments.replace(at, 3, "'" + testModel("mlp_traced.pt") + "'");
+  if (const auto at = arguments.find("ENCODER"); at != std::string::npos)
+    arguments.replace(at, 7, "'" + testModel("encoder_masks_scripted.pt") + "'");
   const auto result = runAcprof(arguments, dir);
   EXPECT_EQ(result.exit_code, 1) << "exit code 1: bad input\n" << result.err;
   EXPECT_EQ(lineCount(result.err), 1) << result.err;
@@ -110,6 +112,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"WrongInputCount",
                  "profile MLP --input 'float32[64,256]' --input 'float32[2]' -o out.json",
                  "forward takes 1"},
+        // forward(src, mask=None, src_key_padding_mask=None): one to three inputs.
+        BadInput{"MoreInputsThanForwardHasArguments",
+                 "profile ENCODER --input 'float32[2,8,64]' --input 'float32[8,8]' --input 'bool[2,8]' "
+                 "--input 'float32[2]' -o out.json",
+                 "forward takes 1 to 3 (src.1, mask.1, src_key_padding_mask.1)"},
         BadInput{"UnwritableOutput", "profile MLP -o /proc/acprof/out.json",
                  "does not exist"},
         // A directory that is a file: unwritable for root too.

@@ -397,14 +397,20 @@ void checkSegmentRanges(const std::vector<SegmentCut>& segments, size_t node_cou
   }
 }
 
-// Swaps the module's forward for `graph`, so that Module::save writes it.
+// Swaps the module's forward for `graph`, so that Module::save writes it. The
+// schema stays the original's: a schema made from the graph would drop the
+// arguments' defaults (`mask: Optional[Tensor] = None`), and callers that
+// leave them out, as the original allowed, would fail.
 void installForward(torch::jit::Module& module, const std::shared_ptr<Graph>& graph) {
   const c10::ClassTypePtr type = module.type();
   const auto unit = module._ivalue()->compilation_unit();
   const c10::QualifiedName name(*type->name(), "forward");
+  const c10::FunctionSchema schema = module.get_method("forward").function().getSchema();
   type->unsafeRemoveMethod("forward");
   unit->unsafeRemoveMethod(name);
-  type->addMethod(unit->create_function(name, graph));
+  torch::jit::Function* forward = unit->create_function(name, graph);
+  forward->setSchema(schema);
+  type->addMethod(forward);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "acprof/forward_graph.h"
+#include "acprof/training_step.h"
 #include "recording_session.h"
 
 namespace acprof {
@@ -79,10 +80,8 @@ InstrumentedForward::InstrumentedForward(const std::shared_ptr<torch::jit::Graph
 }
 
 c10::IValue InstrumentedForward::run(torch::jit::Module& module, const std::vector<at::Tensor>& inputs) {
-  torch::jit::Stack stack;
-  stack.reserve(inputs.size() + 1);
-  stack.emplace_back(module._ivalue());
-  for (const at::Tensor& input : inputs) stack.emplace_back(input);
+  torch::jit::Stack stack{module._ivalue()};
+  for (c10::IValue& argument : forwardArguments(module, inputs)) stack.push_back(std::move(argument));
   executor_->run(stack);
   return stack.back();
 }

@@ -45,14 +45,14 @@ std::string forwardSignature(const torch::jit::Graph& graph) {
   return names;
 }
 
-PreparedRun prepare(const RecordOptions& options, const torch::jit::Graph& graph) {
+PreparedRun prepare(const RecordOptions& options, const torch::jit::Module& module, const torch::jit::Graph& graph) {
   if (options.run.warmup_iters < 0 || options.run.measured_iters < 1)
     throw RecordError(fmt::format("--warmup must be >= 0 and --iters >= 1 (got {} and {})", options.run.warmup_iters,
                                   options.run.measured_iters));
   PreparedRun run;
   const StoredSpecs stored = readStoredSpecs(options.model_path);
   std::vector<std::string> spec_texts = options.run.input_specs.empty() ? stored.inputs : options.run.input_specs;
-  const size_t expected = graph.inputs().size() - 1;
+  const size_t most = graph.inputs().size() - 1, least = requiredForwardArguments(module);
   if (spec_texts.empty()) {
     std::string example;
     for (size_t i = 1; i < graph.inputs().size(); ++i) example += " --input float32[...]";
@@ -60,9 +60,12 @@ PreparedRun prepare(const RecordOptions& options, const torch::jit::Graph& graph
                                   "argument ({}), e.g.{}",
                                   options.model_path, forwardSignature(graph), example));
   }
-  if (spec_texts.size() != expected)
-    throw RecordError(fmt::format("{} input spec(s) given but forward takes {} ({}); pass one --input per argument",
-                                  spec_texts.size(), expected, forwardSignature(graph)));
+  if (spec_texts.size() < least || spec_texts.size() > most) {
+    const std::string takes = least == most ? std::to_string(most) : fmt::format("{} to {}", least, most);
+    throw RecordError(fmt::format("{} input spec(s) given but forward takes {} ({}); pass one --input per argument{}",
+                                  spec_texts.size(), takes, forwardSignature(graph),
+                                  least == most ? "" : " up to the last one you do not leave to its default"));
+  }
   for (const std::string& text : spec_texts) run.input_specs.push_back(parseInputSpec(text));
   const std::string target_text = !options.run.target_spec.empty() ? options.run.target_spec : stored.target;
   if (!target_text.empty()) run.target_spec = parseInputSpec(target_text);
@@ -276,7 +279,7 @@ Profile recordProfile(const RecordOptions& options) {
   torch::jit::Module module = loadModel(options.model_path, options.run.device);
   const std::shared_ptr<torch::jit::Graph> graph = inlinedForwardGraph(module);
   GraphCutFacts facts = describeCutFacts(module, graph);
-  PreparedRun run = prepare(options, *graph);
+  PreparedRun run = prepare(options, module, *graph);
   run.inputs = makeInputs(run.input_specs, options.run.device, options.run.seed);
   if (run.target_spec) run.target = makeTensor(*run.target_spec, options.run.device);
 
@@ -325,7 +328,7 @@ Profile recordProfile(const RecordOptions& options) {
     // And plain forwards without grad, recorded beside them
     // (forward_without_grad_ratio, profile_format.h).
     auto timedForward = [&](std::vector<double>& times_us) {
-      std::vector<c10::IValue> stack(run.inputs.begin(), run.inputs.end());
+      std::vector<c10::IValue> stack = forwardArguments(module, run.inputs);
       std::optional<AutocastScope> autocast;
       if (!run.autocast.empty()) autocast.emplace(run.autocast, device_type);
       const int64_t start_ns = nowNs();
@@ -344,7 +347,7 @@ Profile recordProfile(const RecordOptions& options) {
       progress("comparing with executor optimization " + std::string(options.run.executor_optimize ? "off" : "on"));
       ExecutorModeGuard other_mode(!options.run.executor_optimize);
       auto plain = [&] {
-        std::vector<c10::IValue> stack(run.inputs.begin(), run.inputs.end());
+        std::vector<c10::IValue> stack = forwardArguments(module, run.inputs);
         return module.forward(stack);
       };
       const int runs = options.run.executor_optimize ? 1 : 2;

@@ -26,6 +26,16 @@ struct StepConfig {
 // Throws (InputSpecError) for a spec that does not parse.
 StepConfig stepConfigOf(const RunConfig& run);
 
+// forward's arguments (self excluded) without a default value: the fewest
+// inputs a run may give. The others, e.g. `mask: Optional[Tensor] = None` or
+// nn.Transformer's masks, take their defaults, as a Python call would.
+size_t requiredForwardArguments(const torch::jit::Module& module);
+
+// The stack forward runs on: the inputs, then the schema's default of every
+// argument after them (an executor that runs forward's graph directly, as the
+// recorder's instrumented one does, fills in no defaults itself).
+std::vector<c10::IValue> forwardArguments(const torch::jit::Module& module, const std::vector<at::Tensor>& inputs);
+
 // Resets every parameter's .grad to undefined, as optimizer.zero_grad(set_to_none=True).
 void clearGradients(torch::jit::Module& module);
 
