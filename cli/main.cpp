@@ -3,6 +3,7 @@
 #include <string>
 
 #include "acprof/error.h"
+#include "acprof/model_file.h"
 #include "commands.h"
 
 namespace acprof::cli {
@@ -70,7 +71,12 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     // Anything else escaped a library that should have said what the user can
     // do: that is acprof's bug, and the message is all there is to report.
-    printError(std::string(e.what()) + " (an internal error of acprof; please report it with the command line)");
+    // LibTorch's own messages start with a banner ("The following operation
+    // failed in the TorchScript interpreter."); the cause is its last error line.
+    if (std::getenv("ACPROF_FULL_ERRORS")) std::cerr << e.what() << std::endl;
+    printError(acprof::oneLineTorchError(e) +
+               " (an internal error of acprof; please report it with the command line, and with "
+               "ACPROF_FULL_ERRORS=1 set for the whole message)");
     return kInternalExit;
   }
   return 0;

@@ -205,6 +205,67 @@ TEST_F(GraphSurgery, VerificationSeesADifferentModel) {
   EXPECT_GT(result.max_gradient_abs_diff, 0);
 }
 
+// A model whose loss is NaN on its inputs (random weights, too small an input)
+// rewrites into one whose loss is the same NaN: the bits are compared, so that
+// is "bit for bit", while a NaN on one side only is a difference.
+TEST_F(GraphSurgery, VerificationComparesBitsSoEqualNaNsAreEqual) {
+  const auto nan_model = [](double scale) {
+    at::manual_seed(3);
+    torch::jit::Module module("acprof_test.NaNLoss");
+    module.register_parameter("w", (at::randn({8, 8}) * scale).requires_grad_(), false);
+    module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    return torch.sqrt(h).sum()
+)JIT");
+    return module;
+  };
+  nan_model(1.0).save(path("model.pt"));
+  nan_model(1.0).save(path("same.pt"));
+  const VerificationResult same = verifyRewrite(path("model.pt"), path("same.pt"), stepConfig({"float32[4,8]"}));
+  EXPECT_TRUE(same.bitwise_equal);
+  EXPECT_EQ(same.maxAbsDiff(), 0);
+
+  torch::jit::Module finite("acprof_test.FiniteLoss");
+  finite.register_parameter("w", at::randn({8, 8}).requires_grad_(), false);
+  finite.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    return torch.sqrt(h * h + 1).sum()
+)JIT");
+  finite.save(path("finite.pt"));
+  const VerificationResult other = verifyRewrite(path("model.pt"), path("finite.pt"), stepConfig({"float32[4,8]"}));
+  EXPECT_FALSE(other.bitwise_equal);
+  EXPECT_EQ(other.maxAbsDiff(), std::numeric_limits<double>::infinity());
+}
+
+// A segment whose output is a view of a tensor made inside it (a narrow of its
+// matmul), written in place after the segment, as RAFT's scripted update block
+// does: a Function's view outputs may not be written in place, so the
+// checkpoint hands it out as a plain tensor on the same storage, and the
+// rewritten model trains bit for bit.
+TEST_F(GraphSurgery, AViewMadeInsideASegmentMayBeWrittenInPlaceAfterIt) {
+  at::manual_seed(4);
+  torch::jit::Module module("acprof_test.ViewWrittenLater");
+  module.register_parameter("w1", (at::randn({16, 16}) * 0.3).requires_grad_(), false);
+  module.register_parameter("w2", (at::randn({8, 4}) * 0.3).requires_grad_(), false);
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w1) * 2.0
+    v = torch.narrow(h, 1, 0, 8)
+    v.relu_()
+    return torch.sigmoid(torch.matmul(v, self.w2)).sum()
+)JIT");
+  module.save(path("model.pt"));
+  torch::jit::Module original = torch::jit::load(path("model.pt"));
+  const SegmentCut cut = segmentBetween(original, nodeIdOf(original, "aten::matmul"), nodeIdOf(original, "aten::narrow"));
+  torch::jit::Module rewritten = checkpointedModel(path("model.pt"), planFor(path("model.pt"), {cut}));
+  ASSERT_EQ(countKind(*rewritten.get_method("forward").graph(), "acprof::checkpoint"), 1u);
+  rewritten.save(path("model.ckpt.pt"));
+  const VerificationResult result = verifyRewrite(path("model.pt"), path("model.ckpt.pt"), stepConfig({"float32[4,16]"}));
+  EXPECT_TRUE(result.bitwise_equal) << "loss " << result.loss_abs_diff << " grads " << result.max_gradient_abs_diff;
+}
+
 // With a tolerance the verdict is the largest difference against it, whichever
 // of loss, gradients and buffers it is in; the mode travels with the result.
 TEST_F(GraphSurgery, ToleranceVerdictIsTheLargestDifferenceAgainstTheTolerance) {

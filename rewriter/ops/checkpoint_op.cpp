@@ -85,6 +85,32 @@ class NoAutocastCacheScope {
   bool previous_;
 };
 
+// A Function's outputs that are views may not be written in place afterwards
+// ("... is a view and is being modified inplace"), though in the original model
+// a view made inside the segment (a slice of its result) could be. An output
+// that views a tensor made inside the segment, and shares its storage with no
+// input and no other output, is the only holder of that storage once the
+// segment returns: the same storage as a plain tensor is the same value, and
+// may be written as the original wrote it. Views of an input, or outputs that
+// share storage, stay views (writing one would change another unseen).
+void unviewPrivateOutputs(variable_list& outputs, at::TensorList inputs) {
+  const auto storage_of = [](const at::Tensor& t) {
+    return t.defined() && t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+  };
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    at::Tensor& output = outputs[o];
+    if (!output.defined() || !output.is_view() || !storage_of(output)) continue;
+    bool shared = false;
+    for (const at::Tensor& input : inputs) shared = shared || storage_of(input) == storage_of(output);
+    for (size_t other = 0; other < outputs.size(); ++other)
+      shared = shared || (other != o && storage_of(outputs[other]) == storage_of(output));
+    if (shared) continue;
+    at::Tensor plain = at::empty({0}, output.options());
+    plain.set_(output.storage(), output.storage_offset(), output.sizes(), output.strides());
+    output = plain;
+  }
+}
+
 // Saved variables (released by the autograd engine when backward returns):
 // the inputs, with a snapshot in place of each input the segment writes, then
 // the CPU generator state, then one state per CUDA device.
@@ -129,6 +155,7 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
       const at::AutoGradMode caller_mode(caller_grad_enabled);
       const NoAutocastCacheScope uncached;
       outputs = segment->run(std::move(detached));
+      unviewPrivateOutputs(outputs, inputs);
     }
     ctx->save_for_backward(saved);
     // An output nothing differentiated (a size, a tensor made without grad)
