@@ -65,7 +65,7 @@ void addProfileCommand(CLI::App& app) {
                   "archive records, else off)");
   cmd->add_option("--warmup", args->record.run.warmup_iters, "warm-up iterations, never measured (default 1)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--iters", args->record.run.measured_iters, "measured iterations; times are their medians (default 3)")
+  cmd->add_option("--iters", args->record.run.measured_iters, "measured iterations; times are their medians (default 5)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--device", args->record.run.device, "cpu or cuda[:N]");
   cmd->add_option("--jit-optimize", args->jit_optimize,

@@ -115,7 +115,7 @@ Profile profileWithEveryFieldSet() {
   m.run.autocast = "bfloat16";
   m.run.optimizer = "adamw";
   m.run.warmup_iters = 2;
-  m.run.measured_iters = 5;
+  m.run.measured_iters = 7;
   m.run.seed = 7;
   m.allocator_bytes_at_start = 512;
   m.other_executor_mode_peak_bytes = 777;

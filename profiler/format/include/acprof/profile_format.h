@@ -191,7 +191,9 @@ struct RunConfig {
   std::string device = "cpu";
   bool executor_optimize = false;
   int warmup_iters = 1;
-  int measured_iters = 3;
+  // Five: per-op times from three iterations moved the predicted extra time by
+  // several points of the step between profiles on a shared 2-core machine.
+  int measured_iters = 5;
   uint64_t seed = 0;                      // inputs, targets and the dropout masks of each step
 };
 
