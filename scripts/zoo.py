@@ -397,13 +397,17 @@ def peak_cell(outcome: Optional[Dict]) -> str:
             f"{format_bytes(outcome['measured_peak_bytes'])} ({format_percent(outcome['peak_error'], True)})")
 
 
+def measured_error_suffix(outcome: Dict) -> str:
+    """` ± x %`: the measured extra time's standard error, where the rewrite printed one."""
+    error = outcome.get("measured_extra_error")
+    return f" ± {format_percent(error)}" if error is not None else ""
+
+
 def time_cell(outcome: Optional[Dict]) -> str:
     shares = time_shares(outcome) if outcome and "verification" in outcome else None
     if shares is None:
         return "–"
-    error = outcome.get("measured_extra_error")
-    return (f"{format_percent(shares[0], True)} / {format_percent(shares[1], True)}" +
-            (f" ± {format_percent(error)}" if error is not None else ""))
+    return f"{format_percent(shares[0], True)} / {format_percent(shares[1], True)}" + measured_error_suffix(outcome)
 
 
 def verification_cell(record: Dict) -> str:
@@ -557,8 +561,7 @@ def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, j
               f"{len(timed) - len(off)} of {len(timed)} verified rewrites predict their extra time within "
               f"{TIME_ERROR_GOAL:.0%} of the step; the others:", ""]
     lines += [f"- `{i}` at {label}: predicted {format_percent(p, True)}, measured {format_percent(m, True)}"
-              + (f" ± {format_percent(o['measured_extra_error'])}" if "measured_extra_error" in o else "")
-              for i, label, (p, m), o in off] or ["None."]
+              + measured_error_suffix(o) for i, label, (p, m), o in off] or ["None."]
 
     low = [r for r in ran if r.get("removed_share") is not None and r["removed_share"] < REMOVABLE_SHARE_GOAL]
     lines += ["", f"## Removed at the floor below {REMOVABLE_SHARE_GOAL:.0%}", ""]
