@@ -4,8 +4,9 @@
 #   examples/rewrite_for_test.sh ACPROF MODEL.pt BUDGET COMMAND [ARGS...]
 #
 # Runs `acprof profile model.pt`, `acprof plan --budget BUDGET` and `acprof rewrite` as a user
-# types them in one directory, then COMMAND ARGS... --original DIR/model.pt --rewritten
-# DIR/model.ckpt.pt, and exits with its status. The directory is removed afterwards.
+# types them in one directory (one measured iteration, no timed pairs), then COMMAND ARGS...
+# --original DIR/model.pt --rewritten DIR/model.ckpt.pt, and exits with its status. The
+# directory is removed afterwards.
 # Used by the CTest tests of examples/ (tests/examples.cmake).
 set -euo pipefail
 
@@ -26,8 +27,9 @@ trap 'rm -rf "$directory"' EXIT
 cp "$model" "$directory/model.pt"
 (
   cd "$directory"
-  "$acprof" profile model.pt
+  # The examples check training, not times: one measured iteration and no timed pairs.
+  "$acprof" profile model.pt --iters 1
   "$acprof" plan --budget "$budget"
-  "$acprof" rewrite
+  "$acprof" rewrite --time-rounds 0
 )
 "$@" --original "$directory/model.pt" --rewritten "$directory/model.ckpt.pt"

@@ -290,7 +290,10 @@ def broken_rules(outcome: Dict) -> List[str]:
 def profile_and_plan(options, work_dir: str, record: Dict) -> None:
     """Steps 2 to 4 for an exported model; fills `record`, raises CommandFailed for a failed
     profile (after which nothing else can run)."""
-    result = run_acprof(options, ["profile", "model.pt", "-o", "profile.json"], work_dir, "profile.log")
+    profile_args = ["profile", "model.pt", "-o", "profile.json"]
+    if options.iters is not None:
+        profile_args += ["--iters", str(options.iters)]
+    result = run_acprof(options, profile_args, work_dir, "profile.log")
     if result.returncode != 0:
         raise CommandFailed("profile", error_line(result))
     before = profile_facts(read_json(os.path.join(work_dir, "profile.json")))
@@ -627,6 +630,9 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--time-rounds", type=int,
                         help="acprof rewrite --time-rounds: least pairs of steps timed (default: acprof's own, 5, for "
                              "the zoo; 20 for --set reference, whose extra times are compared with the predictions)")
+    parser.add_argument("--iters", type=int,
+                        help="acprof profile --iters: measured iterations (default: acprof's own, 5); a test subset "
+                             "that checks peaks and gradients, not times, may take 1")
     parser.add_argument("--max-step-seconds", type=float, default=60.0,
                         help="skip models whose training step takes longer on this CPU (default 60)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="limit of one command, seconds (default 3600)")
