@@ -9,18 +9,13 @@
 
 #include "acprof/model_file.h"
 #include "acprof/run_modes.h"
+#include "acprof/statistics.h"
 #include "acprof/synthetic_inputs.h"
 #include "acprof/optimizer.h"
 #include "acprof/rewriter.h"
 
 namespace acprof {
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
 
 // Forward, loss, backward and the optimizer step, as the profile measured them:
 // the plan's extra time is a share of that whole iteration.

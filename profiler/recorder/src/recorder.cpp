@@ -14,6 +14,7 @@
 #include "acprof/loss.h"
 #include "acprof/model_file.h"
 #include "acprof/run_modes.h"
+#include "acprof/statistics.h"
 #include "acprof/synthetic_inputs.h"
 #include "acprof/cut_facts.h"
 #include "acprof/forward_graph.h"
@@ -223,8 +224,6 @@ int64_t checkpointRngStateBytes(c10::DeviceType device_type) {
   return static_cast<int64_t>(generator.get_state().nbytes());
 }
 
-double median(std::vector<double> values);
-
 // Wall-clock forward step times include the marker and observer probes around
 // each node; the plain forward of the same mode does not. The difference,
 // spread evenly over the forward steps, is taken out of each (never below 0),
@@ -242,13 +241,6 @@ void removeProbeCost(const IterationRecord& record, double plain_forward_us, std
   for (size_t s = 0; s < record.steps.size(); ++s)
     if (record.steps[s].phase == Phase::Forward && record.steps[s].node >= 0)
       step_time_us[s] = std::max(0.0, step_time_us[s] - probe_us);
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 // Duration of each step: a backward function's own start..end when the
