@@ -61,6 +61,12 @@ TIME_PATTERN = re.compile(
 TIME_ERROR_GOAL = 0.10     # |predicted - measured extra time| as a share of the step; listed, not a rule
 REFERENCE_TIME_ROUNDS = 20  # least timed pairs per rewrite of the reference set (parse_arguments says why)
 FLOOR_PATTERN = re.compile(r"smallest peak the \S+ solver reached, [^(]*\((\d+) B\)")
+# A floor below the goal is searched again exhaustively (acprof plan --solver optimal), to tell a
+# floor no set of legal segments beats from one the default solver misses, and to name the peak
+# no plan of any kind goes below (the bytes no recompute touches, at their own peak).
+EXACT_SEARCH_SECONDS = 10  # acprof's own default; --exact-search-seconds
+PROVEN_MARKER = "optimal: every segment set searched"
+LOWER_BOUND_PATTERN = re.compile(r"no plan can peak below [^(]*\((\d+) B,")
 
 
 def log(message: str) -> None:
@@ -205,6 +211,30 @@ def find_floor(options, work_dir: str) -> int:
     return int(match.group(1))
 
 
+def exact_search(options, work_dir: str) -> Dict:
+    """The floor `acprof plan --solver optimal` reaches in --exact-search-seconds, whether it proved
+    it optimal, and the peak it says no plan can go below (the floor itself when proven)."""
+    seconds = options.exact_search_seconds
+    result = run_acprof(options, ["plan", "profile.json", "--budget", "1", "--solver", "optimal", "--time-limit",
+                                  f"{seconds:g}", "-o", "exact_probe.json"], work_dir, "plan_exact_probe.log")
+    floor = FLOOR_PATTERN.search(result.stderr)
+    if result.returncode == 0 or not floor:
+        raise CommandFailed("plan --solver optimal --budget 1", error_line(result))
+    proven = PROVEN_MARKER in result.stderr
+    bound = int(floor.group(1)) if proven else None
+    if not proven:
+        match = LOWER_BOUND_PATTERN.search(result.stderr)
+        if not match:
+            raise CommandFailed("plan --solver optimal --budget 1", f"no lower bound in: {error_line(result)}")
+        bound = int(match.group(1))
+    return {"floor_bytes": int(floor.group(1)), "proven": proven, "lower_bound_bytes": bound,
+            "seconds": seconds, "acprof_built": build_time(options.acprof)}
+
+
+def wants_exact_search(record: Dict) -> bool:
+    return record.get("removed_share") is not None and record["removed_share"] < REMOVABLE_SHARE_GOAL
+
+
 def verification_of(rewrite_stdout: str) -> str:
     """bitwise, tolerance or missing, from the line `acprof rewrite` prints."""
     for line in rewrite_stdout.splitlines():
@@ -309,6 +339,11 @@ def profile_and_plan(options, work_dir: str, record: Dict) -> None:
         budgets["floor"] = str(floor + int(floor * FLOOR_MARGIN))
     except CommandFailed as failure:
         record["budgets"]["floor"] = {"label": BUDGET_LABELS["floor"], "failure": str(failure)}
+    if wants_exact_search(record):
+        try:
+            record["exact_search"] = exact_search(options, work_dir)
+        except CommandFailed as failure:
+            record["exact_search"] = {"failure": str(failure)}
 
     for tag, budget in budgets.items():
         try:
@@ -337,6 +372,8 @@ def run_model(options, model_id: str, name: str, mode: str) -> Dict:
         except CommandFailed as failure:
             record["failure"] = str(failure)
         rules = ["command failed"] if "failure" in record else []
+        if "failure" in record.get("exact_search", {}):
+            rules.append("exact search failed")
         for tag, outcome in record["budgets"].items():
             rules += [f"{tag}: {rule}" for rule in broken_rules(outcome)]
         record["broken_rules"] = rules
@@ -497,6 +534,29 @@ def floor_peak_reason(results: str, record: Dict) -> str:
     return f"floor's peak in {where}: {live}; {cause}"
 
 
+def exact_search_text(record: Dict) -> str:
+    """What the exhaustive search says of a floor below the goal: whether any set of legal
+    segments peaks lower, and how much of the removable bytes any plan at all could remove."""
+    search = record.get("exact_search")
+    if search is None:
+        return ""
+    if "failure" in search:
+        return f". Exact search failed: {search['failure']}"
+    peak, floor, exact = record["profile"]["peak_bytes"], record["floor_bytes"], search["floor_bytes"]
+    if search["proven"]:
+        found = "proves this floor optimal" if exact >= floor else f"proves {format_bytes(exact)} optimal"
+        return f". Exact search (`--solver optimal`) {found}: no set of legal segments peaks lower"
+    found = "reaches the same floor" if exact >= floor else f"reaches {format_bytes(exact)}"
+    bound = search["lower_bound_bytes"]
+    reachable = (peak - bound) / record["removable_bytes"]
+    text = (f". Exact search (`--solver optimal`, {search['seconds']:g} s) {found}; no plan can peak below "
+            f"{format_bytes(bound)} (weights, gradients and what else no recompute touches, at their own peak), so any plan removes at most "
+            f"{format_percent(reachable)} of the removable bytes")
+    if peak > bound:
+        text += f", and this floor removes {format_percent((peak - floor) / (peak - bound))} of that"
+    return text
+
+
 # What the models are and how they train, per --set.
 SET_DESCRIPTIONS = {
     "zoo": ("Model zoo",
@@ -568,10 +628,13 @@ def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, j
 
     low = [r for r in ran if r.get("removed_share") is not None and r["removed_share"] < REMOVABLE_SHARE_GOAL]
     lines += ["", f"## Removed at the floor below {REMOVABLE_SHARE_GOAL:.0%}", ""]
+    if low:
+        lines += ["Each with the op at the floor's peak and what is live there, and what the exhaustive search "
+                  "(`acprof plan --solver optimal`) says: whether any set of legal segments peaks lower, and how much of the removable bytes any plan at all could remove.", ""]
     lines += [f"- `{r['id']}`: {format_percent(r['removed_share'])} of {format_bytes(r['removable_bytes'])} removable "
               f"(peak {format_bytes(r['profile']['peak_bytes'])}, floor {format_bytes(r['floor_bytes'])})"
               + (f". {reason[0].upper()}{reason[1:]}" if (reason := floor_peak_reason(results, r)) else "")
-              for r in low] or ["None."]
+              + exact_search_text(r) for r in low] or ["None."]
 
     lines += ["", "## Skipped", ""]
     lines += [f"- `{r['id']}`: {r['reason']}" for r in skipped] or ["None."]
@@ -633,6 +696,9 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--iters", type=int,
                         help="acprof profile --iters: measured iterations (default: acprof's own, 5); a test subset "
                              "that checks peaks and gradients, not times, may take 1")
+    parser.add_argument("--exact-search-seconds", type=float, default=EXACT_SEARCH_SECONDS,
+                        help="acprof plan --solver optimal --time-limit for floors below the removable-share goal "
+                             f"(default {EXACT_SEARCH_SECONDS})")
     parser.add_argument("--max-step-seconds", type=float, default=60.0,
                         help="skip models whose training step takes longer on this CPU (default 60)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="limit of one command, seconds (default 3600)")
@@ -681,6 +747,18 @@ def main(argv: List[str]) -> int:
                 f"--force runs it again)")
         else:
             to_run.append((model_id, name, mode))
+
+    # Results from before the exact search was run for low floors, or where it failed, get it now
+    # (the profile is there).
+    for model_id, record in records.items():
+        if wants_exact_search(record) and "failure" in record.get("exact_search", {"failure": "not run"}) and \
+                os.path.exists(os.path.join(options.results, model_id, "profile.json")):
+            log(f"{model_id}: exact search of the floor")
+            try:
+                record["exact_search"] = exact_search(options, os.path.join(options.results, model_id))
+            except CommandFailed as failure:
+                record["exact_search"] = {"failure": str(failure)}
+            write_json_atomically(os.path.join(options.results, f"{model_id}.json"), record)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
         # Threads suffice: the work happens in the exporter and acprof processes.

@@ -297,8 +297,9 @@ std::string searchReportText(const SearchReport& report, int64_t peak_bytes) {
                                     : 0.0;
   return fmt::format(
       "not proven optimal: stopped at the time limit after {} plans in {:.2f} s; no plan can peak below {} "
-      "({:.1f} % under this one); raise --time-limit to search longer",
-      report.decisions_evaluated, report.seconds, formatBytes(report.peak_lower_bound_bytes), gap);
+      "({} B, {:.1f} % under this one); raise --time-limit to search longer",
+      report.decisions_evaluated, report.seconds, formatBytes(report.peak_lower_bound_bytes),
+      report.peak_lower_bound_bytes, gap);
 }
 
 }  // namespace acprof
