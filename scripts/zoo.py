@@ -67,6 +67,7 @@ FLOOR_PATTERN = re.compile(r"smallest peak the \S+ solver reached, [^(]*\((\d+) 
 EXACT_SEARCH_SECONDS = 10  # acprof's own default; --exact-search-seconds
 PROVEN_MARKER = "optimal: every segment set searched"
 LOWER_BOUND_PATTERN = re.compile(r"no plan can peak below [^(]*\((\d+) B,")
+EXACT_SEARCH_FAILED = "exact search failed"
 
 
 def log(message: str) -> None:
@@ -373,7 +374,7 @@ def run_model(options, model_id: str, name: str, mode: str) -> Dict:
             record["failure"] = str(failure)
         rules = ["command failed"] if "failure" in record else []
         if "failure" in record.get("exact_search", {}):
-            rules.append("exact search failed")
+            rules.append(EXACT_SEARCH_FAILED)
         for tag, outcome in record["budgets"].items():
             rules += [f"{tag}: {rule}" for rule in broken_rules(outcome)]
         record["broken_rules"] = rules
@@ -756,6 +757,8 @@ def main(argv: List[str]) -> int:
             log(f"{model_id}: exact search of the floor")
             try:
                 record["exact_search"] = exact_search(options, os.path.join(options.results, model_id))
+                rules = [rule for rule in record["broken_rules"] if rule != EXACT_SEARCH_FAILED]
+                record.update(broken_rules=rules, status="broken" if rules else "ok")
             except CommandFailed as failure:
                 record["exact_search"] = {"failure": str(failure)}
             write_json_atomically(os.path.join(options.results, f"{model_id}.json"), record)
