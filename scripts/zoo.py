@@ -754,6 +754,8 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--max-step-seconds", type=float, default=60.0,
                         help="skip models whose training step takes longer on this CPU (default 60)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="limit of one command, seconds (default 3600)")
+    parser.add_argument("--no-run", action="store_true",
+                        help="run nothing: write the docs from the result files there are, as they are")
     parser.add_argument("--no-skips", action="store_true",
                         help="a skipped model, or a selection of none, is a failure too (for a fixed test subset)")
     args = parser.parse_args(argv)
@@ -786,6 +788,8 @@ def main(argv: List[str]) -> int:
 
     catalogue = list_models(options.set)
     selected = select_models(catalogue, options.only, options.limit)
+    if options.no_run:
+        selected = [entry for entry in selected if os.path.exists(os.path.join(options.results, f"{entry[0]}.json"))]
     log(f"{len(selected)} model(s), {options.jobs} at a time, acprof {options.acprof}, results in {options.results}")
 
     records: Dict[str, Dict] = {}
@@ -794,6 +798,8 @@ def main(argv: List[str]) -> int:
         result_path = os.path.join(options.results, f"{model_id}.json")
         if os.path.exists(result_path) and not options.force:
             records[model_id] = read_json(result_path)
+            if records[model_id]["status"] != "skipped":
+                judge(records[model_id])  # by this zoo.py's rules
             older = records[model_id].get("acprof_built") != build_time(options.acprof)
             log(f"{model_id}: {describe(records[model_id])} (earlier run{' with another acprof build' if older else ''}; "
                 f"--force runs it again)")
@@ -801,7 +807,7 @@ def main(argv: List[str]) -> int:
             to_run.append((model_id, name, mode))
 
     for model_id, record in records.items():
-        if complete_earlier_result(options, record):
+        if not options.no_run and complete_earlier_result(options, record):
             write_json_atomically(os.path.join(options.results, f"{model_id}.json"), record)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
