@@ -369,8 +369,8 @@ def judge(record: Dict) -> None:
         rules.append("exact search failed")
     for tag, outcome in record["budgets"].items():
         rules += [f"{tag}: {rule}" for rule in broken_rules(outcome)]
-    near_floor = record["budgets"].get("floor", {})
-    if near_floor.get("segments") == 0 and record.get("floor_bytes", 0) < record.get("profile", {}).get("peak_bytes", 0):
+    near_floor, peak = record["budgets"].get("floor", {}), record.get("profile", {}).get("peak_bytes", 0)
+    if near_floor.get("segments") == 0 and record.get("floor_bytes", 0) < peak:
         rules.append("floor: the plan near the floor recomputes nothing")
     record["broken_rules"] = rules
     record["status"] = "broken" if rules else "ok"
@@ -600,8 +600,8 @@ def exact_search_text(record: Dict) -> str:
     bound = search["lower_bound_bytes"]
     reachable = (peak - bound) / record["removable_bytes"]
     text = (f". Exact search (`--solver optimal`, {search['seconds']:g} s) {found}; no plan can peak below "
-            f"{format_bytes(bound)} (weights, gradients and what else no recompute touches, at their own peak), so any plan removes at most "
-            f"{format_percent(reachable)} of the removable bytes")
+            f"{format_bytes(bound)} (weights, gradients and what else no recompute touches, at their own peak), "
+            f"so any plan removes at most {format_percent(reachable)} of the removable bytes")
     if peak > bound:
         text += f", and this floor removes {format_percent((peak - floor) / (peak - bound))} of that"
     return text
@@ -682,7 +682,8 @@ def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, j
     lines += ["", f"## Removed at the floor below {REMOVABLE_SHARE_GOAL:.0%}", ""]
     if low:
         lines += ["Each with the op at the floor's peak and what is live there, and what the exhaustive search "
-                  "(`acprof plan --solver optimal`) says: whether any set of legal segments peaks lower, and how much of the removable bytes any plan at all could remove.", ""]
+                  "(`acprof plan --solver optimal`) says: whether any set of legal segments peaks lower, and how "
+                  "much of the removable bytes any plan at all could remove.", ""]
     lines += [f"- `{r['id']}`: {format_percent(r['removed_share'])} of {format_bytes(r['removable_bytes'])} removable "
               f"(peak {format_bytes(r['profile']['peak_bytes'])}, floor {format_bytes(r['floor_bytes'])})"
               + (f". {reason[0].upper()}{reason[1:]}" if (reason := floor_peak_reason(results, r)) else "")
