@@ -214,23 +214,29 @@ def find_floor(options, work_dir: str) -> int:
     return int(match.group(1))
 
 
+def exact_search_outcome(options, work_dir: str) -> Dict:
+    """exact_search's result, or the failure of its command."""
+    try:
+        return exact_search(options, work_dir)
+    except CommandFailed as failure:
+        return {"failure": str(failure)}
+
+
 def exact_search(options, work_dir: str) -> Dict:
     """The floor `acprof plan --solver optimal` reaches in --exact-search-seconds, whether it proved
     it optimal, and the peak it says no plan can go below (the floor itself when proven)."""
     seconds = options.exact_search_seconds
     result = run_acprof(options, ["plan", "profile.json", "--budget", "1", "--solver", "optimal", "--time-limit",
                                   f"{seconds:g}", "-o", "exact_probe.json"], work_dir, "plan_exact_probe.log")
+    step = "plan --solver optimal --budget 1"
     floor = FLOOR_PATTERN.search(result.stderr)
     if result.returncode == 0 or not floor:
-        raise CommandFailed("plan --solver optimal --budget 1", error_line(result))
+        raise CommandFailed(step, error_line(result))
     proven = PROVEN_MARKER in result.stderr
-    bound = int(floor.group(1)) if proven else None
-    if not proven:
-        match = LOWER_BOUND_PATTERN.search(result.stderr)
-        if not match:
-            raise CommandFailed("plan --solver optimal --budget 1", f"no lower bound in: {error_line(result)}")
-        bound = int(match.group(1))
-    return {"floor_bytes": int(floor.group(1)), "proven": proven, "lower_bound_bytes": bound,
+    bound = floor if proven else LOWER_BOUND_PATTERN.search(result.stderr)
+    if not bound:
+        raise CommandFailed(step, f"no lower bound in: {error_line(result)}")
+    return {"floor_bytes": int(floor.group(1)), "proven": proven, "lower_bound_bytes": int(bound.group(1)),
             "seconds": seconds, "acprof_built": build_time(options.acprof)}
 
 
@@ -255,7 +261,15 @@ def verification_of(rewrite_stdout: str) -> str:
     return "missing"
 
 
-def run_budget(options, work_dir: str, tag: str, budget: str, before: Dict) -> Dict:
+def budget_outcome(options, work_dir: str, tag: str, budget: str) -> Dict:
+    """run_budget's outcome, or the failure of its command."""
+    try:
+        return run_budget(options, work_dir, tag, budget)
+    except CommandFailed as failure:
+        return {"label": BUDGET_LABELS[tag], "budget_text": budget, "failure": str(failure)}
+
+
+def run_budget(options, work_dir: str, tag: str, budget: str) -> Dict:
     """Plan at `budget`, rewrite with verification, and compare the prediction with the measurement."""
     outcome = {"label": BUDGET_LABELS[tag], "budget_text": budget}
     plan_path = f"plan_{tag}.json"
@@ -350,16 +364,10 @@ def profile_and_plan(options, work_dir: str, record: Dict) -> None:
     except CommandFailed as failure:
         record["budgets"]["floor"] = {"label": BUDGET_LABELS["floor"], "failure": str(failure)}
     if wants_exact_search(record):
-        try:
-            record["exact_search"] = exact_search(options, work_dir)
-        except CommandFailed as failure:
-            record["exact_search"] = {"failure": str(failure)}
+        record["exact_search"] = exact_search_outcome(options, work_dir)
 
     for tag, budget in budgets.items():
-        try:
-            record["budgets"][tag] = run_budget(options, work_dir, tag, budget, before)
-        except CommandFailed as failure:
-            record["budgets"][tag] = {"label": BUDGET_LABELS[tag], "budget_text": budget, "failure": str(failure)}
+        record["budgets"][tag] = budget_outcome(options, work_dir, tag, budget)
 
 
 def judge(record: Dict) -> None:
@@ -387,20 +395,13 @@ def complete_earlier_result(options, record: Dict) -> bool:
     changed = False
     if wants_exact_search(record) and "failure" in record.get("exact_search", {"failure": "not run"}):
         log(f"{record['id']}: exact search of the floor")
-        try:
-            record["exact_search"] = exact_search(options, work_dir)
-        except CommandFailed as failure:
-            record["exact_search"] = {"failure": str(failure)}
+        record["exact_search"] = exact_search_outcome(options, work_dir)
         changed = True
     peak, near_floor = record["profile"]["peak_bytes"], record["budgets"].get("floor", {})
     if near_floor.get("budget_bytes", 0) >= peak > record.get("floor_bytes", peak):
         budget = str(near_floor_budget(record["floor_bytes"], peak))
         log(f"{record['id']}: the earlier budget near the floor was at the profiled peak; planning at {budget} B")
-        try:
-            record["budgets"]["floor"] = run_budget(options, work_dir, "floor", budget, record["profile"])
-        except CommandFailed as failure:
-            record["budgets"]["floor"] = {"label": BUDGET_LABELS["floor"], "budget_text": budget,
-                                          "failure": str(failure)}
+        record["budgets"]["floor"] = budget_outcome(options, work_dir, "floor", budget)
         record["budgets"]["floor"]["acprof_built"] = build_time(options.acprof)
         changed = True
     if changed:
