@@ -89,12 +89,14 @@ StepData makeStepData(const StoredSpecs& stored, int64_t seed) {
   return data;
 }
 
-// The loss models/training_step.py computes: cross entropy of the logits [..., C], or the
-// mean of a tensor output.
+// The loss models/training_step.py computes: cross entropy of the logits, classes last
+// ([..., C] against [...]) or, for a dense target, second ([N, C, H, W] against [N, H, W]); or
+// the mean of a tensor output.
 torch::Tensor computeLoss(const torch::jit::IValue& output, const StoredSpecs& stored, const torch::Tensor& target) {
   const torch::Tensor logits = output.isTuple() ? output.toTupleRef().elements()[0].toTensor() : output.toTensor();
-  if (stored.loss == "cross_entropy")
+  if (stored.loss == "cross_entropy" && target.numel() * logits.size(-1) == logits.numel())
     return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), target.reshape({-1}));
+  if (stored.loss == "cross_entropy") return torch::cross_entropy_loss(logits, target);
   if (logits.dim() == 0 || stored.loss == "mean") return logits.mean();
   fail("this example computes cross_entropy or mean losses, not '" + stored.loss + "'; extend computeLoss");
 }

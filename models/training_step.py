@@ -64,9 +64,12 @@ def compute_loss(output, loss_kind: str, target) -> torch.Tensor:
     if not tensors:
         raise ValueError("the model's output holds no tensor")
     if loss_kind == "cross_entropy":
-        # [..., C] logits against [...] targets, as for language models' [B, T, V].
+        # Classes last when the target has one element per row of classes ([B, T, V] against
+        # [B, T]); else classes second, torch's own convention ([N, C, H, W] against [N, H, W]).
         logits = tensors[0]
-        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1))
+        if target.numel() * logits.size(-1) == logits.numel():
+            return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1))
+        return torch.nn.functional.cross_entropy(logits, target)
     if loss_kind not in ("sum", "mean"):
         raise ValueError(f"unknown loss kind {loss_kind!r}; expected mean, sum or cross_entropy")
     parts = [t.sum() if loss_kind == "sum" else t.mean() for t in tensors if t.is_floating_point()]

@@ -7,6 +7,7 @@ if(NOT ACPROF_WITH_TORCH)
 endif()
 acprof_add_test(profiler_tests
   SOURCES profiler_input_spec_test.cpp profiler_recorder_test.cpp profiler_cli_test.cpp profiler_cut_facts_test.cpp
+          profiler_loss_test.cpp
   LIBS acprof_recorder
   FIXTURES test_models)
 

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "acprof/recorder.h"
 
@@ -24,6 +25,37 @@ std::vector<at::Tensor> tensorsIn(const c10::IValue& value) {
   return out;
 }
 
+namespace {
+
+std::string shapeText(at::IntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ",")); }
+
+std::vector<int64_t> sizesWithout(const at::Tensor& t, int64_t dim) {
+  std::vector<int64_t> sizes = t.sizes().vec();
+  sizes.erase(sizes.begin() + dim);
+  return sizes;
+}
+
+// Which dimension of the logits holds the classes is read from the target: the
+// last one when the target has one element per row of classes, as for language
+// models' [B, T, V] against [B, T] or [B*T] (and [N, C] against [N]); else the
+// second, torch's own convention for dense prediction, [N, C, H, W] against
+// [N, H, W] (segmentation).
+at::Tensor crossEntropy(const at::Tensor& logits, const at::Tensor& target) {
+  if (logits.dim() < 2)
+    throw RecordError(fmt::format("--loss cross_entropy needs logits with a class dimension; the output's first "
+                                  "tensor is {}", shapeText(logits.sizes())));
+  if (target.numel() * logits.size(-1) == logits.numel())
+    return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), target.reshape({-1}));
+  if (logits.dim() >= 3 && target.sizes() == sizesWithout(logits, 1)) return at::cross_entropy_loss(logits, target);
+  throw RecordError(fmt::format(
+      "--target {} does not fit logits {}: pass a target shaped as the logits without their class dimension, "
+      "{} (classes last) or {} (classes second)",
+      shapeText(target.sizes()), shapeText(logits.sizes()), shapeText(sizesWithout(logits, logits.dim() - 1)),
+      logits.dim() >= 3 ? shapeText(sizesWithout(logits, 1)) : std::string("none")));
+}
+
+}  // namespace
+
 std::string resolveLossKind(const c10::IValue& output, const std::string& requested) {
   if (requested != "auto") return requested;
   if (output.isTensor() && output.toTensor().dim() == 0) return "model";
@@ -40,10 +72,7 @@ at::Tensor computeLoss(const c10::IValue& output, const std::string& loss_kind, 
   }
   if (loss_kind == "cross_entropy") {
     if (!target.defined()) throw RecordError("--loss cross_entropy needs --target, e.g. --target int64[32]:0..1000");
-    const at::Tensor& logits = tensors[0];
-    if (logits.dim() < 2) throw RecordError("--loss cross_entropy needs logits with a class dimension last");
-    // [..., C] logits against [...] targets, as for language models' [B, T, V].
-    return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), target.reshape({-1}));
+    return crossEntropy(tensors[0], target);
   }
   at::Tensor total;
   for (const at::Tensor& t : tensors) {
