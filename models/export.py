@@ -35,8 +35,10 @@ def _compile(model: nn.Module, example_inputs: Sequence[torch.Tensor], mode: str
     # Tracing without grad keeps no activations for backward (GPT-2 at full size would hold
     # tens of GB); the saved archive is the same as one traced with grad: only the
     # requires_grad flags of the trace-time value types differ, and those are not saved.
+    # strict=False lets a dict or list output through (segmentation models return a dict), as
+    # its users trace such models; the container's structure is the trace's, fixed.
     with torch.no_grad():
-        return torch.jit.trace(model, tuple(example_inputs), check_trace=False)
+        return torch.jit.trace(model, tuple(example_inputs), check_trace=False, strict=False)
 
 
 def _current_umask() -> int:

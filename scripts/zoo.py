@@ -1,8 +1,12 @@
 """The model zoo: profile, plan and rewrite every torchvision classification model and a few
 nn.Transformer stacks, and check that acprof's predictions hold (issue 10).
 
-    scripts/zoo.sh [--set zoo|reference] [--only REGEX] [--limit N] [--jobs N] [--results DIR]
+    scripts/zoo.sh [--set zoo|tasks|reference] [--only REGEX] [--limit N] [--jobs N] [--results DIR]
                    [--acprof PATH] [--force]
+
+--set tasks runs torchvision's models for the other tasks (segmentation, video, optical flow;
+detection and quantized builders are listed as skipped, with the reason) and writes
+docs/zoo-tasks.md.
 
 --set reference runs acprof's own test-set reference models (models/model_sets.py) through the
 same pipeline instead and writes docs/reference.md: the extra-time prediction against the
@@ -614,6 +618,13 @@ SET_DESCRIPTIONS = {
             "Each model has random weights (seed 0) and trains at batch 2 on the smallest image size from 64x64 up "
             "that it accepts (the `input` column); the loss is cross entropy against 1000 classes (mean of the "
             "output for the transformer stacks)."),
+    "tasks": ("Model zoo: torchvision's other tasks",
+              "Each model has random weights (seed 0, no pretrained backbone) and trains at batch 2 on the smallest "
+              "input from 64x64 up that it accepts (the `input` column). Segmentation models return a dict; the loss "
+              "is per-pixel cross entropy of its first entry (`out`, [N, 21, H, W]) against an `int64[N,H,W]` target. "
+              "Video models take clips [N, 3, T, H, W] (8 frames of 64x64 up to 16 of 224x224) and learn 400 "
+              "classes. Optical-flow models (RAFT) take two images and return a list of 12 flow estimates; the loss "
+              "is the sum of their means."),
     "reference": ("Reference models",
                   "acprof's own reference models (models/reference_models.py), at the sizes and in the modes of the "
                   "C++ tests' set (models/model_sets.py \"test\"), with random weights (seed 0) and each model's "
@@ -631,7 +642,7 @@ def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, j
     lines = [
         f"# {title}",
         "",
-        f"Written by `scripts/zoo.sh{' --set reference' if model_set == 'reference' else ''}` (scripts/zoo.py); "
+        f"Written by `scripts/zoo.sh{'' if model_set == 'zoo' else ' --set ' + model_set}` (scripts/zoo.py); "
         "do not edit by hand.",
         "",
         f"- date: {datetime.date.today().isoformat()}",
@@ -738,11 +749,13 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, help="run at most N models (after --only)")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                         help="models run at a time (default nproc/2, at least 1)")
-    parser.add_argument("--set", choices=("zoo", "reference"), default="zoo",
-                        help="torchvision and nn.Transformer models (default), or acprof's test-set reference models")
-    parser.add_argument("--results", help="results and work directories (default build/zoo, build/zoo-reference)")
+    parser.add_argument("--set", choices=("zoo", "tasks", "reference"), default="zoo",
+                        help="torchvision's classification and nn.Transformer models (default), torchvision's models "
+                             "for other tasks, or acprof's test-set reference models")
+    parser.add_argument("--results",
+                        help="results and work directories (default build/zoo, build/zoo-tasks, build/zoo-reference)")
     parser.add_argument("--acprof", help="the acprof binary (default build/cli/acprof)")
-    parser.add_argument("--docs", help="table to write (default docs/zoo.md, docs/reference.md)")
+    parser.add_argument("--docs", help="table to write (default docs/zoo.md, docs/zoo-tasks.md, docs/reference.md)")
     parser.add_argument("--force", action="store_true", help="run models that already have a result file again")
     parser.add_argument("--time-rounds", type=int,
                         help="acprof rewrite --time-rounds: least pairs of steps timed (default: acprof's own, 5, for "
@@ -763,8 +776,10 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.jobs = max(1, args.jobs)
     reference = args.set == "reference"
-    args.results = os.path.abspath(args.results or os.path.join(REPO, "build", "zoo-reference" if reference else "zoo"))
-    args.docs = args.docs or os.path.join(REPO, "docs", "reference.md" if reference else "zoo.md")
+    results_name, docs_name = {"zoo": ("zoo", "zoo.md"), "tasks": ("zoo-tasks", "zoo-tasks.md"),
+                               "reference": ("zoo-reference", "reference.md")}[args.set]
+    args.results = os.path.abspath(args.results or os.path.join(REPO, "build", results_name))
+    args.docs = args.docs or os.path.join(REPO, "docs", docs_name)
     # One step to the next varies by ±15 % on a shared 2-core machine: five pairs leave the median
     # extra time uncertain by about 10 % of the step, the very margin the reference set is held to.
     if args.time_rounds is None and reference:

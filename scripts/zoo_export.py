@@ -7,6 +7,12 @@
 classification model builder of the installed torchvision, then small nn.TransformerEncoder and
 nn.TransformerDecoder stacks (d_model 64, 2 layers, batch_first, post-norm and pre-norm).
 
+--set tasks lists torchvision's models for the other tasks instead: segmentation (a dict output,
+per-pixel cross entropy over 21 classes), video (clips [N, 3, T, H, W], 400 classes) and optical
+flow (two images in, a list of flow estimates out, the mean of each as the loss); and the detection
+and quantized builders, which export as skipped with the reason (a training step acprof cannot
+run, or a duplicate of a classification model).
+
 --set reference lists and exports acprof's own reference models instead: those of
 models/model_sets.py's test set, at the sizes and in the modes the tests use ("modes" in the
 --list answer names each model's), with their own training specs.
@@ -23,12 +29,13 @@ Progress goes to stderr.
 
 import argparse
 import copy
+import inspect
 import json
 import os
 import sys
 import time
 import warnings
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torchvision
@@ -41,6 +48,7 @@ import export  # noqa: E402
 import model_sets  # noqa: E402
 import reference_models  # noqa: E402
 import specs  # noqa: E402
+import training_step  # noqa: E402
 
 BATCH = 2  # the smallest batch at which BatchNorm trains on a 1x1 feature map
 CLASSES = 1000
@@ -50,6 +58,22 @@ IMAGE_SIZES = (64, 75, 96, 128, 160, 192, 224, 256, 299)
 
 # Models whose layout is built for one image size; the builder takes it as an argument.
 SIZE_ARGUMENTS = {"vit_": "image_size", "maxvit_": "input_size"}
+
+# --set tasks: torchvision's subpackages of models for other tasks.
+TASK_PACKAGES = ("segmentation", "video", "optical_flow", "detection", "quantization")
+# Those whose training step acprof cannot run: listed, and exported as skipped with the reason.
+UNTRAINABLE_PACKAGES = {
+    "detection": "in train mode a detection model takes a list of images and a list of target dicts (boxes, "
+                 "labels) and returns a dict of losses; acprof's input specs describe tensors",
+    "quantization": "quantized, its int8 kernels have no autograd and it cannot train; unquantized "
+                    "(quantize=False), it is the float classification model of the same name with quantization "
+                    "stubs, which the zoo set trains",
+}
+SEGMENTATION_CLASSES = 21  # torchvision's default num_classes for its segmentation builders
+VIDEO_CLASSES = 400        # and for its video builders (Kinetics-400)
+# (frames, side) tried in order: r3d_18 and friends run at 8x64x64; s3d's last pooling needs
+# 16x224x224, mvit its built-in 16x224x224.
+VIDEO_SIZES = ((8, 64), (16, 64), (8, 112), (16, 112), (16, 160), (16, 224))
 
 TRANSFORMER_WIDTH = 64
 TRANSFORMER_HEADS = 4
@@ -116,13 +140,13 @@ def export_reference(name: str, mode: str, out: str) -> Dict:
 # ---------------------------------------------------------------- torchvision models
 
 
-def build_torchvision(name: str, image_size: int) -> nn.Module:
+def call_builder(name: str, **kwargs) -> nn.Module:
+    """The builder with random weights: weights=None, and weights_backbone=None where it takes
+    one (the segmentation builders would otherwise download an ImageNet backbone)."""
     builder = torchvision.models.get_model_builder(name) if hasattr(torchvision.models, "get_model_builder") \
         else getattr(torchvision.models, name)
-    kwargs = {}
-    for prefix, argument in SIZE_ARGUMENTS.items():
-        if name.startswith(prefix):
-            kwargs[argument] = image_size if argument == "image_size" else (image_size, image_size)
+    if "weights_backbone" in inspect.signature(builder).parameters:
+        kwargs["weights_backbone"] = None
     with warnings.catch_warnings():
         # googlenet and inception_v3 warn that their default init will change; not our concern.
         warnings.simplefilter("ignore")
@@ -130,6 +154,14 @@ def build_torchvision(name: str, image_size: int) -> nn.Module:
             return builder(weights=None, **kwargs)
         except TypeError:
             return builder(pretrained=False, **kwargs)  # torchvision < 0.13
+
+
+def build_torchvision(name: str, image_size: int) -> nn.Module:
+    kwargs = {}
+    for prefix, argument in SIZE_ARGUMENTS.items():
+        if name.startswith(prefix):
+            kwargs[argument] = image_size if argument == "image_size" else (image_size, image_size)
+    return call_builder(name, **kwargs)
 
 
 def builds_per_size(name: str) -> bool:
@@ -151,33 +183,89 @@ def forward_runs(model: nn.Module, training: specs.TrainingSpecs) -> Optional[st
         return one_line(error)
 
 
-def smallest_working_torchvision(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
-    """The model at the smallest IMAGE_SIZES entry whose forward runs, with its freshly
-    initialised weights and buffers (the trial forwards move BatchNorm statistics).
-    inception_v3 ends up at 299: in train mode its auxiliary head needs a larger map than
-    the 75x75 its main branch accepts."""
+def smallest_working(name: str, sizes: Sequence, build_at: Callable[[object], nn.Module],
+                     training_at: Callable[[object], specs.TrainingSpecs],
+                     rebuild_per_size: bool) -> Tuple[nn.Module, specs.TrainingSpecs]:
+    """The model at the first of `sizes` whose forward runs, with its freshly initialised
+    weights and buffers (the trial forwards move BatchNorm statistics)."""
     model = None
     last_error = ""
-    for size in IMAGE_SIZES:
-        if model is None or builds_per_size(name):
+    for size in sizes:
+        if model is None or rebuild_per_size:
             torch.manual_seed(0)
             try:
-                model = build_torchvision(name, size)
+                model = build_at(size)
             except ValueError as error:  # maxvit_t refuses, when built, sizes its grids cannot divide
                 last_error = one_line(error)
-                log(f"{name}: cannot be built for {size}x{size}: {last_error}")
+                log(f"{name}: cannot be built for {size}: {last_error}")
                 continue
             model.train()
-        training = image_specs(size)
+        training = training_at(size)
         # The trial runs on a copy, so the model returned keeps its initial state. (A
         # state_dict round trip would not do: deepcopy drops its version metadata, which
         # MNASNet's loader requires.)
         last_error = forward_runs(copy.deepcopy(model), training)
         if last_error is None:
-            log(f"{name}: forward runs at {training.inputs[0]}")
+            log(f"{name}: forward runs at {', '.join(training.inputs)}")
             return model, training
-        log(f"{name}: no forward at {size}x{size}: {last_error}")
-    raise RuntimeError(f"no image size in {IMAGE_SIZES[0]}..{IMAGE_SIZES[-1]} works; at {IMAGE_SIZES[-1]}: {last_error}")
+        log(f"{name}: no forward at {size}: {last_error}")
+    raise RuntimeError(f"no input size in {sizes[0]}..{sizes[-1]} works; at {sizes[-1]}: {last_error}")
+
+
+def smallest_working_torchvision(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
+    """A classification model at the smallest IMAGE_SIZES entry it runs at. inception_v3 ends
+    up at 299: in train mode its auxiliary head needs a larger map than the 75x75 its main
+    branch accepts."""
+    return smallest_working(name, IMAGE_SIZES, lambda size: build_torchvision(name, size), image_specs,
+                            builds_per_size(name))
+
+
+# ---------------------------------------------------------------- torchvision's other tasks
+
+
+class NotTrainable(Exception):
+    """A model whose training step acprof cannot run; the message says why."""
+
+
+def task_package(name: str) -> Optional[str]:
+    for package in TASK_PACKAGES:
+        if name in torchvision.models.list_models(module=getattr(torchvision.models, package)):
+            return package
+    return None
+
+
+def task_names() -> List[str]:
+    if not hasattr(torchvision.models, "list_models"):
+        raise SystemExit(f"--set tasks needs torchvision >= 0.14 (list_models); this is {torchvision.__version__}")
+    return sorted(name for package in TASK_PACKAGES
+                  for name in torchvision.models.list_models(module=getattr(torchvision.models, package)))
+
+
+def segmentation_specs(side: int) -> specs.TrainingSpecs:
+    return specs.TrainingSpecs(inputs=[f"float32[{BATCH},3,{side},{side}]"],
+                               target=f"int64[{BATCH},{side},{side}]:0..{SEGMENTATION_CLASSES}", loss="cross_entropy")
+
+
+def video_specs(size: Tuple[int, int]) -> specs.TrainingSpecs:
+    frames, side = size
+    return specs.TrainingSpecs(inputs=[f"float32[{BATCH},3,{frames},{side},{side}]"],
+                               target=f"int64[{BATCH}]:0..{VIDEO_CLASSES}", loss="cross_entropy")
+
+
+def optical_flow_specs(side: int) -> specs.TrainingSpecs:
+    image = f"float32[{BATCH},3,{side},{side}]"
+    return specs.TrainingSpecs(inputs=[image, image], target="", loss="mean")
+
+
+def build_task(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
+    package = task_package(name)
+    if package in UNTRAINABLE_PACKAGES:
+        raise NotTrainable(UNTRAINABLE_PACKAGES[package])
+    if package == "segmentation":
+        return smallest_working(name, IMAGE_SIZES, lambda _: call_builder(name), segmentation_specs, False)
+    if package == "video":
+        return smallest_working(name, VIDEO_SIZES, lambda _: call_builder(name), video_specs, False)
+    return smallest_working(name, IMAGE_SIZES, lambda _: call_builder(name), optical_flow_specs, False)
 
 
 # ---------------------------------------------------------------- transformer stacks
@@ -231,32 +319,31 @@ def build_transformer(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
 
 
 def training_step_seconds(model: nn.Module, training: specs.TrainingSpecs) -> float:
-    """Wall time of one eager forward, loss and backward: what decides whether the model is
-    small enough for the zoo. Leaves no gradients behind."""
+    """Wall time of one eager forward, loss and backward, the loss as acprof computes it: what
+    decides whether the model is small enough for the zoo. Leaves no gradients behind."""
     tensors = specs.make_tensors(training.inputs + ([training.target] if training.target else []))
     inputs = tensors[:len(training.inputs)]
+    target = tensors[-1] if training.target else None
     started = time.perf_counter()
-    output = model(*inputs)
-    logits = output[0] if isinstance(output, tuple) else output  # googlenet, inception_v3: main head first
-    if training.loss == "cross_entropy":
-        loss = nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), tensors[-1].reshape(-1))
-    else:
-        loss = logits.mean()
-    loss.backward()
+    training_step.compute_loss(model(*inputs), training.loss, target).backward()
     seconds = time.perf_counter() - started
     model.zero_grad(set_to_none=True)
     return seconds
 
 
-def build(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
+def build(name: str, model_set: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
+    if model_set == "tasks":
+        return build_task(name)
     if name in TRANSFORMERS:
         return build_transformer(name)
     return smallest_working_torchvision(name)
 
 
-def export_model(name: str, mode: str, out: str, max_step_seconds: float) -> Dict:
+def export_model(name: str, mode: str, out: str, max_step_seconds: float, model_set: str) -> Dict:
     try:
-        model, training = build(name)
+        model, training = build(name, model_set)
+    except NotTrainable as reason:
+        return {"status": "skipped", "reason": str(reason)}
     except Exception as error:
         return {"status": "skipped", "reason": f"cannot be built: {one_line(error)}"}
 
@@ -286,11 +373,12 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--out", help="archive to write")
     parser.add_argument("--max-step-seconds", type=float, default=60.0,
                         help="skip a model whose eager training step takes longer (default 60)")
-    parser.add_argument("--set", choices=("zoo", "reference"), default="zoo",
-                        help="torchvision and nn.Transformer models (zoo), or acprof's test-set reference models")
+    parser.add_argument("--set", choices=("zoo", "tasks", "reference"), default="zoo",
+                        help="torchvision's classification and nn.Transformer models (zoo), torchvision's models "
+                             "for other tasks, or acprof's test-set reference models")
     args = parser.parse_args(argv)
 
-    names = sorted(reference_modes()) if args.set == "reference" else all_names()
+    names = {"zoo": all_names, "tasks": task_names, "reference": lambda: sorted(reference_modes())}[args.set]()
     if args.list:
         listing = {"torch": torch.__version__, "torchvision": torchvision.__version__, "models": names}
         if args.set == "reference":
@@ -305,7 +393,7 @@ def main(argv: List[str]) -> int:
     if args.set == "reference":
         print(json.dumps(export_reference(args.model, args.mode, args.out)), flush=True)
     else:
-        print(json.dumps(export_model(args.model, args.mode, args.out, args.max_step_seconds)), flush=True)
+        print(json.dumps(export_model(args.model, args.mode, args.out, args.max_step_seconds, args.set)), flush=True)
     return 0
 
 
