@@ -90,6 +90,25 @@ TEST(CutRules, ListElementsCrossTheBoundaryNotTheList) {
   expectGrowingRangesAgree(rules, 4);
 }
 
+// RAFT's `if fmap1.shape != fmap2.shape: raise ValueError(...)`: a branch that
+// makes nothing any later node reads. A checkpoint of it would return nothing,
+// which the rewriter cannot make; the plan must not ask for one.
+TEST(CutRules, ARangeThatMakesNothingReadLaterIsRefused) {
+  FactsBuilder f;
+  const int x = f.input("x");
+  const int differs = f.node("aten::ne", CutRole::Compute, {x}, "differs", "bool");
+  f.node("prim::If", CutRole::Compute, {differs}, "unread");
+  const int y = f.node("aten::relu", CutRole::Compute, {x}, "y");
+  f.returns(y);
+  const CutRules rules = f.rules();
+  EXPECT_EQ(rules.problem(0, 1), "[no-output] [0, 1] makes nothing that a later node or the graph's return reads");
+  EXPECT_NE(rules.problem(1, 1).find("[no-output]"), std::string::npos) << rules.problem(1, 1);
+  EXPECT_EQ(rules.problem(1, 2), "");
+  EXPECT_EQ(rules.problem(0, 2), "");
+  EXPECT_EQ(f.names(rules.boundary(0, 2).outputs), std::vector<std::string>{"y"});
+  expectGrowingRangesAgree(rules, 3);
+}
+
 // chunks = split(h); u = chunks[0]: a list made by an op cannot cross.
 TEST(CutRules, ListsMadeByOpsCannotCross) {
   FactsBuilder f;

@@ -54,7 +54,7 @@ TEST_P(CutProperty, LegalRangesVerifyBitwiseAndIllegalOnesNameTheirRule) {
 
   std::mt19937 random(1234);
   std::vector<std::pair<int, int>> legal;
-  const std::regex rule_name(R"(^\[(barrier|no-computation|input-type|output-type|write-outside|input-written-later)\] )");
+  const std::regex rule_name(R"(^\[(barrier|no-computation|no-output|input-type|output-type|write-outside|input-written-later)\] )");
   int illegal = 0;
   for (int attempt = 0; attempt < 400 && legal.size() < 12; ++attempt) {
     const int first = std::uniform_int_distribution<int>(0, node_count - 1)(random);

@@ -46,6 +46,7 @@ CutRules::Violation CutRules::firstViolation(int first, int last) const {
       if (nodes_[n].role == CutRole::Barrier) return {"barrier", n, -1};
   }
   if (compute_before_[last + 1] == compute_before_[first]) return {"no-computation", -1, -1};
+  bool has_output = false;
   for (int n = first; n <= last; ++n) {
     const ForwardNode& node = nodes_[n];
     if (node.role != CutRole::Compute) continue;
@@ -58,9 +59,13 @@ CutRules::Violation CutRules::firstViolation(int first, int last) const {
       if (madeInside(v, first, last)) continue;
       if (!values_[v].is_tensor || values_[v].requires_grad) return {"write-outside", n, v};
     }
-    for (int v : outputs_of_node_[n])
-      if (last_reader_[v] > last && !values_[v].can_leave) return {"output-type", n, v};
+    for (int v : outputs_of_node_[n]) {
+      if (last_reader_[v] <= last) continue;
+      if (!values_[v].can_leave) return {"output-type", n, v};
+      has_output = true;
+    }
   }
+  if (!has_output) return {"no-output", -1, -1};
   return {};
 }
 
@@ -73,6 +78,9 @@ std::string CutRules::explain(const Violation& violation, int first, int last) c
   if (rule == "no-computation")
     return fmt::format("[no-computation] [{}, {}] holds only constants, attribute reads and list/tuple constructs",
                        first, last);
+  if (rule == "no-output")
+    return fmt::format("[no-output] [{}, {}] makes nothing that a later node or the graph's return reads", first,
+                       last);
   if (rule == "input-type")
     return fmt::format("[input-type] {} reads %{} of type {}, made before the range, which cannot be passed into a "
                        "checkpoint",
@@ -147,14 +155,16 @@ void CutRules::GrowingRange::extendTo(int last_node) {
       else if (!rules.madeInside(v, first_, n))
         broken_ = true;
     }
-    for (int v : rules.outputs_of_node_[n])
+    for (int v : rules.outputs_of_node_[n]) {
+      latest_output_reader_ = std::max(latest_output_reader_, rules.last_reader_[v]);
       if (!rules.values_[v].can_leave) latest_kept_output_reader_ = std::max(latest_kept_output_reader_, rules.last_reader_[v]);
+    }
   }
 }
 
 bool CutRules::GrowingRange::legal() const {
   return !broken_ && has_compute_ && latest_input_writer_ <= last_ && latest_kept_output_reader_ <= last_ &&
-         earliest_legal_last_ <= last_;
+         earliest_legal_last_ <= last_ && latest_output_reader_ > last_;
 }
 
 SegmentBoundary CutRules::boundary(int first, int last) const {

@@ -11,6 +11,9 @@
 // A range [first, last] may be a segment when (rule names in brackets):
 //   [barrier]        none of its nodes is a Barrier;
 //   [no-computation] at least one node is a Compute node;
+//   [no-output]      a later node (or the graph's return) reads a value one of
+//                    its Compute nodes makes: a checkpoint that returns nothing
+//                    (a shape check that raises, say) is not one to make;
 //   [input-type]     every value its Compute nodes read and it does not make can
 //                    enter a checkpoint (a tensor or a scalar; list and tuple
 //                    constructs are looked through, to their elements);
@@ -88,6 +91,7 @@ class CutRules {
     bool has_compute_ = false;
     int latest_input_writer_ = -1;        // the last node that writes in place to an input read so far
     int latest_kept_output_reader_ = -1;  // the last reader of an output made so far that cannot leave
+    int latest_output_reader_ = -1;       // the last reader of any value made so far
     int earliest_legal_last_ = -1;        // the last maker of a later value written in place so far
   };
 
