@@ -195,7 +195,8 @@ def smallest_working(name: str, sizes: Sequence, build_at: Callable[[object], nn
             torch.manual_seed(0)
             try:
                 model = build_at(size)
-            except ValueError as error:  # maxvit_t refuses, when built, sizes its grids cannot divide
+            except (ValueError, AssertionError) as error:  # maxvit_t (ValueError), vit_h_14 (patch 14) refuse sizes
+                # they cannot divide when built
                 last_error = one_line(error)
                 log(f"{name}: cannot be built for {size}: {last_error}")
                 continue
