@@ -805,8 +805,10 @@ def main(argv: List[str]) -> int:
 
     catalogue = list_models(options.set)
     selected = select_models(catalogue, options.only, options.limit)
+    not_run = []
     if options.no_run:
-        selected = [entry for entry in selected if os.path.exists(os.path.join(options.results, f"{entry[0]}.json"))]
+        not_run = [entry[0] for entry in selected if not os.path.exists(os.path.join(options.results, f"{entry[0]}.json"))]
+        selected = [entry for entry in selected if entry[0] not in not_run]
     log(f"{len(selected)} model(s), {options.jobs} at a time, acprof {options.acprof}, results in {options.results}")
 
     records: Dict[str, Dict] = {}
@@ -839,6 +841,9 @@ def main(argv: List[str]) -> int:
     selection = f"--only {options.only!r}" if options.only else "all models"
     if options.limit is not None:
         selection += f", --limit {options.limit}"
+    if not_run:
+        # --no-run writes what earlier runs left: say which of the selection they never reached.
+        selection += f" (not run, so not listed: {', '.join(not_run)})"
     write_docs(options.docs, ordered, catalogue, selection, options.jobs, options.results, options.set,
                options.time_rounds)
     broken = [r["id"] for r in ordered if r["status"] == "broken"]
