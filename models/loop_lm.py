@@ -11,7 +11,9 @@ every activation of the trunk is made inside the loop.
     final LayerNorm -> Linear(64, vocab)
     output float32[B, T, vocab] logits; target int64[B, T] in 0..vocab, loss cross_entropy.
 
-Only for torch.jit.script: a trace would unroll the loop.
+Traced, the loop unrolls into six copies of the block that read the same parameters: a
+checkpoint segment then holds some uses of a weight while the uses after it were already
+added to the engine's running sum of its gradient (as in a traced recurrent model).
 """
 
 from dataclasses import dataclass

@@ -26,6 +26,7 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
         "transformer_dict_scripted.pt": ("transformer_dict", "scripted"),
         "vit_small_scripted.pt": ("vit_small", "scripted"),
         "loop_lm_scripted.pt": ("loop_lm", "scripted"),
+        "loop_lm_traced.pt": ("loop_lm", "traced"),
         "densenet_like_traced.pt": ("densenet_like", "traced"),
         "densenet_like_scripted.pt": ("densenet_like", "scripted"),
         "tuple_out_traced.pt": ("tuple_out", "traced"),
