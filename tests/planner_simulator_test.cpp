@@ -350,6 +350,66 @@ TEST(PlannerSimulator, AnOutputKeptOnlyByASaveNoGradientReachesDiesAfterItsLastR
     EXPECT_EQ(held[e] - released[e], e >= 4 ? 200 : e == 3 ? 100 : 0) << "after event " << e;
 }
 
+// in -> x, v; a = f(v); b = g(x, a); c = h(x, b). Checkpointed as [1, 3], x
+// enters through one input per use (graph_surgery.cpp), so the gradient of
+// its use by node 2 is held until the checkpoint's backward returns (after
+// node 1's backward), where the original added it at once to the gradient of
+// node 3's use. With `second_use` false node 2 reads only a, and every event
+// is the same otherwise.
+Profile twoUsesProfile(bool second_use) {
+  ProfileBuilder b;
+  b.addStatic(1000, Category::Weight);
+  b.node("aten::split", {"in"}, {"x", "v"});
+  const int x = b.alloc(100);  // event 0
+  const int v = b.alloc(10);   // event 1
+  b.valueBytes("x", 100);
+  b.node("aten::relu", {"v"}, {"a"});
+  const int a = b.alloc(10);  // event 2
+  b.readBy(v, 1);
+  b.node("aten::mul", second_use ? std::vector<std::string>{"x", "a"} : std::vector<std::string>{"a"}, {"b"});
+  const int bb = b.alloc(10);  // event 3
+  b.readBy(a, 2);
+  if (second_use) b.readBy(x, 2);
+  b.node("aten::mul", {"x", "b"}, {"c"});
+  b.setCategory(b.alloc(10), Category::Output);  // event 4
+  b.readBy(x, 3);
+  b.readBy(bb, 3);
+  b.loss();
+  b.backward(3);
+  const int gx = b.alloc(100);  // event 5: the first use's gradient, the running sum
+  const int gb = b.alloc(10);   // event 6
+  b.backward(2);
+  const int gx2 = b.alloc(100);  // event 7: added to gx at once
+  b.free(gx2);                   // event 8
+  const int ga = b.alloc(10);    // event 9
+  b.free(gb);                    // event 10
+  b.free(bb);                    // event 11
+  b.backward(1);
+  const int gv = b.alloc(10);  // event 12
+  b.free(ga);                  // event 13
+  b.free(a);                   // event 14
+  b.backward(0);
+  b.free(gx);  // event 15
+  b.free(gv);  // event 16
+  b.free(x);   // event 17
+  b.free(v);   // event 18
+  return b.finish();
+}
+
+TEST(PlannerSimulator, EachLaterUseOfAnOutsideTensorHoldsItsGradientUntilTheCheckpointReturns) {
+  const std::vector<int64_t> two_uses = Simulator(twoUsesProfile(true)).liveBytesPerEvent({{1, 3}});
+  const std::vector<int64_t> one_use = Simulator(twoUsesProfile(false)).liveBytesPerEvent({{1, 3}});
+  ASSERT_EQ(two_uses.size(), one_use.size());
+  for (size_t e = 0; e < two_uses.size(); ++e) {
+    // Node 2's gradient of x, made and added at once in events 7-8 of both,
+    // is held from the end of node 2's backward through node 1's (events 12-14).
+    const int64_t expected_gap = e >= 12 && e <= 14 ? 100 : 0;
+    EXPECT_EQ(two_uses[e] - one_use[e], expected_gap) << "after event " << e;
+  }
+  // Without the segment the two profiles are the same memory.
+  EXPECT_EQ(Simulator(twoUsesProfile(true)).liveBytesPerEvent({}), Simulator(twoUsesProfile(false)).liveBytesPerEvent({}));
+}
+
 TEST(PlannerSimulator, SegmentProblemsNameTheReason) {
   ProfileBuilder b;
   b.addStatic(1000, Category::Weight);

@@ -95,6 +95,8 @@ class ProfileBuilder {
     explicit_category_[tensor] = true;
   }
   void mutates(int node, const std::string& value) { writes_.emplace_back(node, value); }
+  // The bytes the run observed of a graph value (GraphValue::bytes): what a copy of it allocates.
+  void valueBytes(const std::string& value, int64_t bytes) { value_bytes_[value] = bytes; }
   void uncuttable(int node) { barriers_.push_back(node); }
   void model(const std::string& path, const std::string& sha256) {
     profile_.meta.model_path = path;
@@ -187,11 +189,13 @@ class ProfileBuilder {
       for (const std::string& output : n.outputs) valueId(output, n.id);
     }
     for (const auto& [node, name] : writes_) profile_.nodes[node].writes.push_back(ids.at(name));
+    for (const auto& [name, bytes] : value_bytes_) profile_.values[ids.at(name)].bytes = bytes;
     for (const GraphValue& v : profile_.values)
       if (v.producer_node >= 0 && !read.count(v.name)) profile_.graph_outputs.push_back(v.id);
   }
 
   std::vector<std::pair<int, std::string>> writes_;
+  std::map<std::string, int64_t> value_bytes_;
   std::vector<int> barriers_;
   Profile profile_;
   std::vector<bool> explicit_category_;

@@ -63,6 +63,36 @@ int outputEndLeaf(const ProfileIndex& index, const TensorRecord& t, const Segmen
   return blockLeaf(end_event);
 }
 
+// The gradients of later uses a checkpoint holds (memory_rules.h): per
+// outside tensor that may need grad, the uses inside the range whose node has
+// a backward, in backward order, all but the first.
+std::vector<LeafInterval> heldUseGradients(const ProfileIndex& index, const SegmentTiming& timing,
+                                           const SegmentBoundary& boundary) {
+  std::vector<LeafInterval> held;
+  const Profile& p = index.profile;
+  std::vector<int> use_steps;  // the last backward step of each use's node
+  for (int v : boundary.inputs) {
+    const GraphValue& value = p.values[v];
+    if (!value.is_tensor || !value.requires_grad || value.entry != ValueEntry::Input || value.bytes <= 0) continue;
+    if (std::find(boundary.replayed_inputs.begin(), boundary.replayed_inputs.end(), v) != boundary.replayed_inputs.end())
+      continue;  // one snapshot input, not one per use
+    use_steps.clear();
+    for (int n = timing.range.first_node; n <= timing.range.last_node; ++n) {
+      if (index.first_backward_step[n] < 0) continue;
+      for (int read : p.nodes[n].reads)
+        if (read == v) use_steps.push_back(index.last_backward_step[n]);
+    }
+    if (use_steps.size() < 2) continue;
+    std::sort(use_steps.begin(), use_steps.end());
+    for (size_t u = 1; u < use_steps.size(); ++u) {
+      const LeafInterval interval{value.bytes, static_cast<int>(Category::Gradient),
+                                  blockLeaf(index.stepEndEvent(use_steps[u])), blockLeaf(timing.end_event)};
+      if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
+    }
+  }
+  return held;
+}
+
 }  // namespace
 
 SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
@@ -92,6 +122,7 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   const SegmentBoundary boundary = index.rules.boundary(range.first_node, range.last_node);
   for (int v : boundary.replayed_inputs) timing.kept_state_bytes += index.profile.values[v].bytes;
   timing.kept_state_bytes += numberInputBytes(index.profile, boundary);
+  timing.held_use_gradients = heldUseGradients(index, timing, boundary);
   return timing;
 }
 

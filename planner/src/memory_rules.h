@@ -32,6 +32,12 @@
 // A tensor read inside S but made outside (not static) lives at least until End:
 // the checkpoint holds its inputs until its backward returns. Reads through
 // lists count: the tensors of a list that S reads are inputs too.
+// Each use inside S of an outside tensor that may need grad enters through a
+// checkpoint input of its own (graph_surgery.cpp, for bit-exact sums), so the
+// checkpoint's backward holds one gradient per use until End, where the
+// original added each to the tensor's running sum as it was made. The first
+// use's gradient (in backward order) is the sum's own buffer in both; each
+// later one is held from the end of its node's backward to End.
 // The checkpoint also keeps, from just before S's forward until End, the
 // generator state it replays (profile meta checkpoint_rng_state_bytes) and a
 // snapshot of each input S writes in place (cut_rules.h replayed inputs); its
@@ -39,6 +45,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "acprof/simulator.h"
 #include "profile_index.h"
@@ -68,6 +75,9 @@ struct SegmentTiming {
   int forward_end_event = 0;
   int64_t rng_state_bytes = 0;   // generator state kept, and copied again during the recompute
   int64_t kept_state_bytes = 0;  // rng_state_bytes + snapshots of the inputs it writes
+  // Gradients of an outside tensor's second, third... use inside the segment,
+  // each held by the checkpoint's backward until it returns (see segmentTiming).
+  std::vector<LeafInterval> held_use_gradients;
 };
 
 SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range);

@@ -196,9 +196,11 @@ void PeakTracker::moveIntervals(int tensor, const std::array<LeafInterval, 2>& n
   intervals_[tensor] = now;
 }
 
-void PeakTracker::applyBlock(const RecomputeBlock& block, int sign) {
+void PeakTracker::applyBlock(const SegmentTiming& timing, const RecomputeBlock& block, int sign) {
   if (block.has_events) addToTree(block.leaf, block.leaf + 1, sign * block.rise_bytes);
   addToTree(block.kept_state.begin_leaf, block.kept_state.end_leaf, sign * block.kept_state.bytes);
+  for (const LeafInterval& held : timing.held_use_gradients)
+    addToTree(held.begin_leaf, held.end_leaf, sign * held.bytes);
 }
 
 void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vector<NodeRange>& added) {
@@ -225,7 +227,7 @@ void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vect
   for (const NodeRange& r : added) touchNodes(r);
   for (const NodeRange& r : removed) {
     const RecomputeBlock& block = blocks_.at(r.first_node);
-    applyBlock(block, -1);
+    applyBlock(segments_.at(r.first_node), block, -1);
     log_.removed.push_back({segments_.at(r.first_node), block});
     setSegmentOf(r, nullptr);
     blocks_.erase(r.first_node);
@@ -235,7 +237,7 @@ void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vect
     const SegmentTiming& timing = segments_[r.first_node] = segmentTiming(index_, r);
     setSegmentOf(r, &timing);
     blocks_[r.first_node] = recomputeBlock(index_, timing);
-    applyBlock(blocks_[r.first_node], +1);
+    applyBlock(timing, blocks_[r.first_node], +1);
   }
   // The tree changes only where an interval did: a move that shifts a
   // segment's end by a node leaves most of its tensors' intervals as they

@@ -105,7 +105,7 @@ class PeakTracker : public DecisionView {
   void addToTree(int begin_leaf, int end_leaf, int64_t delta);
   void applyTensor(int tensor, int sign);
   void moveIntervals(int tensor, const std::array<LeafInterval, 2>& now, int now_count);
-  void applyBlock(const RecomputeBlock& block, int sign);
+  void applyBlock(const SegmentTiming& timing, const RecomputeBlock& block, int sign);
   void setSegmentOf(const NodeRange& range, const SegmentTiming* segment);
 
   const ProfileIndex& index_;

@@ -78,6 +78,7 @@ LeafTimeline replay(const ProfileIndex& index, const DecisionLayout& layout) {
     out.blocks.push_back(block);
     out.block_step.push_back(timing.first_backward_step);
     if (block.kept_state.bytes > 0) add(block.kept_state);
+    for (const LeafInterval& held : timing.held_use_gradients) add(held);
     if (!block.has_events) continue;
     for (int c = 0; c < kCategoryCount; ++c) add({block.rise_by_category[c], c, block.leaf, block.leaf + 1});
   }
