@@ -355,8 +355,10 @@ TEST(PlannerSimulator, AnOutputKeptOnlyByASaveNoGradientReachesDiesAfterItsLastR
 // its use by node 2 is held until the checkpoint's backward returns (after
 // node 1's backward), where the original added it at once to the gradient of
 // node 3's use. With `second_use` false node 2 reads only a, and every event
-// is the same otherwise.
-Profile twoUsesProfile(bool second_use) {
+// is the same otherwise. With `view_gradient`, node 2's backward makes no
+// tensor for x's gradient (a cat hands on a slice of the gradient it received):
+// the gradient it received, gb, is what the checkpoint then holds.
+Profile twoUsesProfile(bool second_use, bool view_gradient = false) {
   ProfileBuilder b;
   b.addStatic(1000, Category::Weight);
   b.node("aten::split", {"in"}, {"x", "v"});
@@ -379,20 +381,22 @@ Profile twoUsesProfile(bool second_use) {
   const int gx = b.alloc(100);  // event 5: the first use's gradient, the running sum
   const int gb = b.alloc(10);   // event 6
   b.backward(2);
-  const int gx2 = b.alloc(100);  // event 7: added to gx at once
-  b.free(gx2);                   // event 8
-  const int ga = b.alloc(10);    // event 9
-  b.free(gb);                    // event 10
-  b.free(bb);                    // event 11
+  if (!view_gradient) {
+    const int gx2 = b.alloc(100);  // event 7: added to gx at once
+    b.free(gx2);                   // event 8
+  }
+  const int ga = b.alloc(10);  // event 9 (7 with view_gradient)
+  b.free(gb);                  // event 10 (8)
+  b.free(bb);                  // event 11 (9)
   b.backward(1);
-  const int gv = b.alloc(10);  // event 12
-  b.free(ga);                  // event 13
-  b.free(a);                   // event 14
+  const int gv = b.alloc(10);  // event 12 (10)
+  b.free(ga);                  // event 13 (11)
+  b.free(a);                   // event 14 (12)
   b.backward(0);
-  b.free(gx);  // event 15
-  b.free(gv);  // event 16
-  b.free(x);   // event 17
-  b.free(v);   // event 18
+  b.free(gx);  // event 15 (13)
+  b.free(gv);  // event 16 (14)
+  b.free(x);   // event 17 (15)
+  b.free(v);   // event 18 (16)
   return b.finish();
 }
 
@@ -408,6 +412,17 @@ TEST(PlannerSimulator, EachLaterUseOfAnOutsideTensorHoldsItsGradientUntilTheChec
   }
   // Without the segment the two profiles are the same memory.
   EXPECT_EQ(Simulator(twoUsesProfile(true)).liveBytesPerEvent({}), Simulator(twoUsesProfile(false)).liveBytesPerEvent({}));
+}
+
+TEST(PlannerSimulator, ALaterUseWhoseGradientIsAViewHoldsTheGradientItReceived) {
+  const std::vector<int64_t> two_uses = Simulator(twoUsesProfile(true, true)).liveBytesPerEvent({{1, 3}});
+  const std::vector<int64_t> one_use = Simulator(twoUsesProfile(false, true)).liveBytesPerEvent({{1, 3}});
+  ASSERT_EQ(two_uses.size(), one_use.size());
+  for (size_t e = 0; e < two_uses.size(); ++e) {
+    // gb (10 B), freed by node 2's backward at event 8, is held through node 1's backward (events 8-12).
+    const int64_t expected_gap = e >= 8 && e <= 12 ? 10 : 0;
+    EXPECT_EQ(two_uses[e] - one_use[e], expected_gap) << "after event " << e;
+  }
 }
 
 TEST(PlannerSimulator, SegmentProblemsNameTheReason) {

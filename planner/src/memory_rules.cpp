@@ -66,8 +66,16 @@ int outputEndLeaf(const ProfileIndex& index, const TensorRecord& t, const Segmen
 // The gradients of later uses a checkpoint holds (memory_rules.h): per
 // outside tensor that may need grad, the uses inside the range whose node has
 // a backward, in backward order, all but the first.
+bool backwardMakesAtLeast(const ProfileIndex& index, int node, int64_t bytes) {
+  for (int step : index.profile.nodes[node].backward_steps)
+    for (int e = index.step_first_event[step]; e < index.stepEndEvent(step); ++e)
+      for (const int* t = index.tensors_allocated_at_event.begin(e); t != index.tensors_allocated_at_event.end(e); ++t)
+        if (index.profile.tensors[*t].producer_node < 0 && index.profile.tensors[*t].bytes >= bytes) return true;
+  return false;
+}
+
 std::vector<LeafInterval> heldUseGradients(const ProfileIndex& index, const SegmentTiming& timing,
-                                           const SegmentBoundary& boundary) {
+                                           const SegmentBoundary& boundary, std::vector<int>& timing_view_holders) {
   std::vector<LeafInterval> held;
   const Profile& p = index.profile;
   std::vector<int> use_steps;  // the last backward step of each use's node
@@ -85,6 +93,14 @@ std::vector<LeafInterval> heldUseGradients(const ProfileIndex& index, const Segm
     if (use_steps.size() < 2) continue;
     std::sort(use_steps.begin(), use_steps.end());
     for (size_t u = 1; u < use_steps.size(); ++u) {
+      const int node = index.profile.steps[use_steps[u]].node;
+      // A backward that makes no tensor of the value's size hands on a view
+      // of the gradient it received (a cat's slice): that whole gradient is
+      // then what the checkpoint holds (tensorIntervals), not a copy.
+      if (!backwardMakesAtLeast(index, node, value.bytes)) {
+        timing_view_holders.push_back(node);
+        continue;
+      }
       const LeafInterval interval{value.bytes, static_cast<int>(Category::Gradient),
                                   blockLeaf(index.stepEndEvent(use_steps[u])), blockLeaf(timing.end_event)};
       if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
@@ -122,7 +138,7 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   const SegmentBoundary boundary = index.rules.boundary(range.first_node, range.last_node);
   for (int v : boundary.replayed_inputs) timing.kept_state_bytes += index.profile.values[v].bytes;
   timing.kept_state_bytes += numberInputBytes(index.profile, boundary);
-  timing.held_use_gradients = heldUseGradients(index, timing, boundary);
+  timing.held_use_gradients = heldUseGradients(index, timing, boundary, timing.view_holding_nodes);
   return timing;
 }
 
@@ -240,6 +256,11 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
     const SegmentTiming* consumer = decision.segmentContaining(consumer_node);
     if (consumer && consumer->has_backward && t.alloc_step < consumer->first_backward_step &&
         t.free_step <= consumer->last_backward_step && index.phaseOfStep(t.free_step) == Phase::Backward)
+      life.end_leaf = std::max(life.end_leaf, blockLeaf(consumer->end_event));
+    // Received by a later use that hands a view of it on as an outside tensor's gradient.
+    if (consumer && consumer->has_backward && t.alloc_step < t.free_step &&
+        std::find(consumer->view_holding_nodes.begin(), consumer->view_holding_nodes.end(), consumer_node) !=
+            consumer->view_holding_nodes.end())
       life.end_leaf = std::max(life.end_leaf, blockLeaf(consumer->end_event));
   }
   if (t.alloc_event >= 0) {

@@ -78,6 +78,9 @@ struct SegmentTiming {
   // Gradients of an outside tensor's second, third... use inside the segment,
   // each held by the checkpoint's backward until it returns (see segmentTiming).
   std::vector<LeafInterval> held_use_gradients;
+  // Nodes among those later uses whose backward hands on a view of the
+  // gradient they received: that gradient is held instead (tensorIntervals).
+  std::vector<int> view_holding_nodes;
 };
 
 SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range);
