@@ -74,6 +74,59 @@ bool backwardMakesAtLeast(const ProfileIndex& index, int node, int64_t bytes) {
   return false;
 }
 
+// The weight storage a value that needs grad lives on: the one static weight
+// of the value's size among the storages the node reads (-1: none, or not one).
+int weightReadAs(const ProfileIndex& index, int node, const GraphValue& value) {
+  int weight = -1;
+  for (const int* t = index.tensors_used_by_node.begin(node); t != index.tensors_used_by_node.end(node); ++t) {
+    const TensorRecord& r = index.profile.tensors[*t];
+    if (!index.isStatic(*t) || r.category != Category::Weight || r.bytes != value.bytes) continue;
+    if (weight >= 0 && weight != *t) return -1;
+    weight = *t;
+  }
+  return weight;
+}
+
+// Whether the original added node's gradient of `weight` to a running sum in
+// place: no tensor of the weight's size made by its backward outlives it (a
+// sum into a new tensor would).
+bool summedInPlace(const ProfileIndex& index, int node, int64_t bytes) {
+  const int last = index.last_backward_step[node];
+  for (int step : index.profile.nodes[node].backward_steps)
+    for (int e = index.step_first_event[step]; e < index.stepEndEvent(step); ++e)
+      for (const int* t = index.tensors_allocated_at_event.begin(e); t != index.tensors_allocated_at_event.end(e); ++t) {
+        const TensorRecord& r = index.profile.tensors[*t];
+        if (r.producer_node < 0 && r.bytes == bytes && (r.free_step < 0 || r.free_step > last)) return false;
+      }
+  return true;
+}
+
+// A traced model reads a weight through one value per use (a GetAttr each),
+// so uses of one weight are separate checkpoint inputs even across values.
+// A use whose gradient the original added to a running sum begun by a use
+// backwarded earlier is held by the checkpoint until it returns, where the
+// original folded it in at once. Where the original summed into a new tensor
+// and this is the segment's first use of the weight, the older sum it freed
+// was a gradient the segment received, already held (tensorIntervals), and
+// the new sum stands for the held gradient: nothing to add.
+void heldWeightGradients(const ProfileIndex& index, const SegmentTiming& timing, int node, const GraphValue& value,
+                         std::vector<LeafInterval>& held) {
+  const int weight = weightReadAs(index, node, value);
+  if (weight < 0) return;
+  const int step = index.first_backward_step[node];
+  bool sum_begun = false, first_in_segment = true;
+  for (int user : index.profile.tensors[weight].users) {
+    const int user_step = index.first_backward_step[user];
+    if (user == node || user_step < 0 || user_step >= step) continue;
+    sum_begun = true;
+    if (user >= timing.range.first_node && user <= timing.range.last_node) first_in_segment = false;
+  }
+  if (!sum_begun || (first_in_segment && !summedInPlace(index, node, value.bytes))) return;
+  const LeafInterval interval{value.bytes, static_cast<int>(Category::Gradient),
+                              blockLeaf(index.stepEndEvent(index.last_backward_step[node])), blockLeaf(timing.end_event)};
+  if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
+}
+
 std::vector<LeafInterval> heldUseGradients(const ProfileIndex& index, const SegmentTiming& timing,
                                            const SegmentBoundary& boundary, std::vector<int>& timing_view_holders) {
   std::vector<LeafInterval> held;
@@ -90,8 +143,9 @@ std::vector<LeafInterval> heldUseGradients(const ProfileIndex& index, const Segm
       for (int read : p.nodes[n].reads)
         if (read == v) use_steps.push_back(index.last_backward_step[n]);
     }
-    if (use_steps.size() < 2) continue;
+    if (use_steps.empty()) continue;
     std::sort(use_steps.begin(), use_steps.end());
+    heldWeightGradients(index, timing, index.profile.steps[use_steps[0]].node, value, held);
     for (size_t u = 1; u < use_steps.size(); ++u) {
       const int node = index.profile.steps[use_steps[u]].node;
       // A backward that makes no tensor of the value's size hands on a view
