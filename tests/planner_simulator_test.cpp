@@ -425,6 +425,65 @@ TEST(PlannerSimulator, ALaterUseWhoseGradientIsAViewHoldsTheGradientItReceived) 
   }
 }
 
+// x = relu(in); y = linear(x, w1); z = relu(y); o = linear(z, w2), w1 and w2
+// the values of two reads of weights (as a trace reads each use). With
+// `shared`, both read the weight W, whose gradient sum node 3's backward
+// begins; node 1's gradient of it is added in place at once (made and freed in
+// its step). Checkpointed as [0, 2], that gradient is held until the
+// checkpoint's backward returns (after node 0's). Without `shared`, node 3
+// reads another weight of the same size, and every event is the same.
+Profile sharedWeightProfile(bool shared) {
+  ProfileBuilder b;
+  const int w = b.addStatic(100, Category::Weight);
+  const int other = b.addStatic(100, Category::Weight);
+  b.valueBytes("w1", 100);
+  b.valueBytes("w2", 100);
+  b.requiresGrad("w1");
+  b.requiresGrad("w2");
+  b.node("aten::relu", {"in"}, {"x"});
+  const int x = b.alloc(10);  // event 0
+  b.node("aten::linear", {"x", "w1"}, {"y"});
+  const int y = b.alloc(10);  // event 1
+  b.readBy(x, 1);
+  b.readBy(w, 1);
+  b.node("aten::relu", {"y"}, {"z"});
+  const int z = b.alloc(10);  // event 2
+  b.readBy(y, 2);
+  b.node("aten::linear", {"z", "w2"}, {"o"});
+  b.setCategory(b.alloc(10), Category::Output);  // event 3
+  b.readBy(z, 3);
+  b.readBy(shared ? w : other, 3);
+  b.loss();
+  b.backward(3);
+  b.setCategory(b.alloc(100), Category::Gradient);  // event 4: the sum node 3 begins
+  const int gz = b.alloc(10);                         // event 5
+  b.backward(2);
+  const int gy = b.alloc(10);  // event 6
+  b.free(gz);                  // event 7
+  b.free(z);                   // event 8
+  b.backward(1);
+  const int gw1 = b.alloc(100);  // event 9
+  b.free(gw1);                   // event 10: added in place
+  const int gx = b.alloc(10);    // event 11
+  b.free(gy);                    // event 12
+  b.free(y);                     // event 13
+  b.backward(0);
+  b.free(gx);  // event 14
+  b.free(x);   // event 15
+  return b.finish();
+}
+
+TEST(PlannerSimulator, AUseOfASharedWeightAddedToItsRunningSumIsHeldByTheCheckpoint) {
+  const std::vector<int64_t> shared = Simulator(sharedWeightProfile(true)).liveBytesPerEvent({{0, 2}});
+  const std::vector<int64_t> unshared = Simulator(sharedWeightProfile(false)).liveBytesPerEvent({{0, 2}});
+  ASSERT_EQ(shared.size(), unshared.size());
+  for (size_t e = 0; e < shared.size(); ++e) {
+    // From the end of node 1's backward (event 13) through node 0's (events 14-15).
+    const int64_t expected_gap = e >= 14 ? 100 : 0;
+    EXPECT_EQ(shared[e] - unshared[e], expected_gap) << "after event " << e;
+  }
+}
+
 TEST(PlannerSimulator, SegmentProblemsNameTheReason) {
   ProfileBuilder b;
   b.addStatic(1000, Category::Weight);

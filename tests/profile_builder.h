@@ -97,6 +97,8 @@ class ProfileBuilder {
   void mutates(int node, const std::string& value) { writes_.emplace_back(node, value); }
   // The bytes the run observed of a graph value (GraphValue::bytes): what a copy of it allocates.
   void valueBytes(const std::string& value, int64_t bytes) { value_bytes_[value] = bytes; }
+  // A graph input that needs grad (a parameter read through its own value, as a trace reads each use).
+  void requiresGrad(const std::string& value) { requires_grad_.insert(value); }
   void uncuttable(int node) { barriers_.push_back(node); }
   void model(const std::string& path, const std::string& sha256) {
     profile_.meta.model_path = path;
@@ -190,12 +192,14 @@ class ProfileBuilder {
     }
     for (const auto& [node, name] : writes_) profile_.nodes[node].writes.push_back(ids.at(name));
     for (const auto& [name, bytes] : value_bytes_) profile_.values[ids.at(name)].bytes = bytes;
+    for (const std::string& name : requires_grad_) profile_.values[ids.at(name)].requires_grad = true;
     for (const GraphValue& v : profile_.values)
       if (v.producer_node >= 0 && !read.count(v.name)) profile_.graph_outputs.push_back(v.id);
   }
 
   std::vector<std::pair<int, std::string>> writes_;
   std::map<std::string, int64_t> value_bytes_;
+  std::set<std::string> requires_grad_;
   std::vector<int> barriers_;
   Profile profile_;
   std::vector<bool> explicit_category_;
