@@ -37,7 +37,15 @@
 // checkpoint's backward holds one gradient per use until End, where the
 // original added each to the tensor's running sum as it was made. The first
 // use's gradient (in backward order) is the sum's own buffer in both; each
-// later one is held from the end of its node's backward to End.
+// later one is held from the end of its node's backward to End. A later use
+// whose backward makes nothing of the tensor's size hands on a view of the
+// gradient it received (a cat's slice), and that gradient is held instead.
+// A trace reads a weight through one value per use, so the same holds across
+// values on one weight storage: a use whose gradient the original added to a
+// sum begun by a use backwarded earlier is held to End, unless the original
+// made a new tensor for the sum there and it is the segment's first use of
+// the weight (the older sum is then a gradient S received, held already, and
+// the new one stands for the held gradient).
 // The checkpoint also keeps, from just before S's forward until End, the
 // generator state it replays (profile meta checkpoint_rng_state_bytes) and a
 // snapshot of each input S writes in place (cut_rules.h replayed inputs); its
