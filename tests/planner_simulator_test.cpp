@@ -15,6 +15,14 @@ using testing::ProfileBuilder;
 
 const std::vector<double> kUnitTimes = {1, 1, 1, 1};
 
+// `with` stands `gap` bytes above `without` after events first..last and level with it elsewhere.
+void expectGapOnly(const std::vector<int64_t>& with, const std::vector<int64_t>& without, size_t first, size_t last,
+                   int64_t gap) {
+  ASSERT_EQ(with.size(), without.size());
+  for (size_t e = 0; e < with.size(); ++e)
+    EXPECT_EQ(with[e] - without[e], e >= first && e <= last ? gap : 0) << "after event " << e;
+}
+
 TEST(PlannerSimulator, EmptyDecisionReproducesLiveBytesAndStepPeaksExactly) {
   const Profile p = chainProfile(4, 100, kUnitTimes);
   const Simulator simulator(p);
@@ -281,14 +289,9 @@ Profile reluCatProfile(bool record_saves, bool cat_saves_too) {
 
 TEST(PlannerSimulator, SegmentOutputSavedOnlyInsideDiesAfterItsLastReadOutside) {
   const std::vector<int64_t> held = Simulator(reluCatProfile(false, false)).liveBytesPerEvent({{1, 1}});
-  const std::vector<int64_t> released = Simulator(reluCatProfile(true, false)).liveBytesPerEvent({{1, 1}});
-  ASSERT_EQ(held.size(), released.size());
-  for (size_t e = 0; e < held.size(); ++e) {
-    // Held to the recompute (before event 9) by the older rule; gone after the
-    // cat's step (event 2) once the saves say only the relu held it.
-    const int64_t expected_gap = e >= 3 && e <= 8 ? 100 : 0;
-    EXPECT_EQ(held[e] - released[e], expected_gap) << "after event " << e;
-  }
+  // Held to the recompute (before event 9) by the older rule; gone after the
+  // cat's step (event 2) once the saves say only the relu held it.
+  expectGapOnly(held, Simulator(reluCatProfile(true, false)).liveBytesPerEvent({{1, 1}}), 3, 8, 100);
   // A second saver outside the segment keeps it until that one lets go.
   EXPECT_EQ(Simulator(reluCatProfile(true, true)).liveBytesPerEvent({{1, 1}}), held);
 }
@@ -401,28 +404,18 @@ Profile twoUsesProfile(bool second_use, bool view_gradient = false) {
 }
 
 TEST(PlannerSimulator, EachLaterUseOfAnOutsideTensorHoldsItsGradientUntilTheCheckpointReturns) {
-  const std::vector<int64_t> two_uses = Simulator(twoUsesProfile(true)).liveBytesPerEvent({{1, 3}});
-  const std::vector<int64_t> one_use = Simulator(twoUsesProfile(false)).liveBytesPerEvent({{1, 3}});
-  ASSERT_EQ(two_uses.size(), one_use.size());
-  for (size_t e = 0; e < two_uses.size(); ++e) {
-    // Node 2's gradient of x, made and added at once in events 7-8 of both,
-    // is held from the end of node 2's backward through node 1's (events 12-14).
-    const int64_t expected_gap = e >= 12 && e <= 14 ? 100 : 0;
-    EXPECT_EQ(two_uses[e] - one_use[e], expected_gap) << "after event " << e;
-  }
+  // Node 2's gradient of x, made and added at once in events 7-8 of both, is
+  // held from the end of node 2's backward through node 1's (events 12-14).
+  expectGapOnly(Simulator(twoUsesProfile(true)).liveBytesPerEvent({{1, 3}}),
+                Simulator(twoUsesProfile(false)).liveBytesPerEvent({{1, 3}}), 12, 14, 100);
   // Without the segment the two profiles are the same memory.
   EXPECT_EQ(Simulator(twoUsesProfile(true)).liveBytesPerEvent({}), Simulator(twoUsesProfile(false)).liveBytesPerEvent({}));
 }
 
 TEST(PlannerSimulator, ALaterUseWhoseGradientIsAViewHoldsTheGradientItReceived) {
-  const std::vector<int64_t> two_uses = Simulator(twoUsesProfile(true, true)).liveBytesPerEvent({{1, 3}});
-  const std::vector<int64_t> one_use = Simulator(twoUsesProfile(false, true)).liveBytesPerEvent({{1, 3}});
-  ASSERT_EQ(two_uses.size(), one_use.size());
-  for (size_t e = 0; e < two_uses.size(); ++e) {
-    // gb (10 B), freed by node 2's backward at event 8, is held through node 1's backward (events 8-12).
-    const int64_t expected_gap = e >= 8 && e <= 12 ? 10 : 0;
-    EXPECT_EQ(two_uses[e] - one_use[e], expected_gap) << "after event " << e;
-  }
+  // gb (10 B), freed by node 2's backward at event 8, is held through node 1's backward (events 8-12).
+  expectGapOnly(Simulator(twoUsesProfile(true, true)).liveBytesPerEvent({{1, 3}}),
+                Simulator(twoUsesProfile(false, true)).liveBytesPerEvent({{1, 3}}), 8, 12, 10);
 }
 
 // x = relu(in); y = linear(x, w1); z = relu(y); o = linear(z, w2), w1 and w2
@@ -474,14 +467,9 @@ Profile sharedWeightProfile(bool shared) {
 }
 
 TEST(PlannerSimulator, AUseOfASharedWeightAddedToItsRunningSumIsHeldByTheCheckpoint) {
+  // From the end of node 1's backward (event 13) through node 0's (events 14-15).
   const std::vector<int64_t> shared = Simulator(sharedWeightProfile(true)).liveBytesPerEvent({{0, 2}});
-  const std::vector<int64_t> unshared = Simulator(sharedWeightProfile(false)).liveBytesPerEvent({{0, 2}});
-  ASSERT_EQ(shared.size(), unshared.size());
-  for (size_t e = 0; e < shared.size(); ++e) {
-    // From the end of node 1's backward (event 13) through node 0's (events 14-15).
-    const int64_t expected_gap = e >= 14 ? 100 : 0;
-    EXPECT_EQ(shared[e] - unshared[e], expected_gap) << "after event " << e;
-  }
+  expectGapOnly(shared, Simulator(sharedWeightProfile(false)).liveBytesPerEvent({{0, 2}}), 14, shared.size() - 1, 100);
 }
 
 TEST(PlannerSimulator, SegmentProblemsNameTheReason) {
