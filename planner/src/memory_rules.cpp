@@ -63,9 +63,7 @@ int outputEndLeaf(const ProfileIndex& index, const TensorRecord& t, const Segmen
   return blockLeaf(end_event);
 }
 
-// The gradients of later uses a checkpoint holds (memory_rules.h): per
-// outside tensor that may need grad, the uses inside the range whose node has
-// a backward, in backward order, all but the first.
+// Whether a node's backward makes a tensor of at least `bytes` (not only views).
 bool backwardMakesAtLeast(const ProfileIndex& index, int node, int64_t bytes) {
   for (int step : index.profile.nodes[node].backward_steps)
     for (int e = index.step_first_event[step]; e < index.stepEndEvent(step); ++e)
@@ -127,6 +125,10 @@ void heldWeightGradients(const ProfileIndex& index, const SegmentTiming& timing,
   if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
 }
 
+// The gradients of uses a checkpoint holds (memory_rules.h): per outside
+// tensor that may need grad, the uses inside the range whose node has a
+// backward, in backward order, all but the first; the first too where it is a
+// use of a shared weight (heldWeightGradients).
 std::vector<LeafInterval> heldUseGradients(const ProfileIndex& index, const SegmentTiming& timing,
                                            const SegmentBoundary& boundary, std::vector<int>& timing_view_holders) {
   std::vector<LeafInterval> held;
