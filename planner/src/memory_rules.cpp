@@ -140,11 +140,10 @@ std::vector<LeafInterval> heldUseGradients(const ProfileIndex& index, const Segm
     if (std::find(boundary.replayed_inputs.begin(), boundary.replayed_inputs.end(), v) != boundary.replayed_inputs.end())
       continue;  // one snapshot input, not one per use
     use_steps.clear();
-    for (int n = timing.range.first_node; n <= timing.range.last_node; ++n) {
-      if (index.first_backward_step[n] < 0) continue;
-      for (int read : p.nodes[n].reads)
-        if (read == v) use_steps.push_back(index.last_backward_step[n]);
-    }
+    const int* readers_end = index.readers_of_value.end(v);
+    for (const int* n = std::lower_bound(index.readers_of_value.begin(v), readers_end, timing.range.first_node);
+         n != readers_end && *n <= timing.range.last_node; ++n)
+      if (index.first_backward_step[*n] >= 0) use_steps.push_back(index.last_backward_step[*n]);
     if (use_steps.empty()) continue;
     std::sort(use_steps.begin(), use_steps.end());
     heldWeightGradients(index, timing, index.profile.steps[use_steps[0]].node, value, held);

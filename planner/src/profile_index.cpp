@@ -63,6 +63,12 @@ ProfileIndex::ProfileIndex(const Profile& p)
   }
   gradients_received_by_node = FlatLists::fromLists(received);
 
+  std::vector<std::vector<int>> readers(p.values.size());
+  for (const ForwardNode& n : p.nodes)
+    for (int v : n.reads)
+      if (v >= 0 && v < static_cast<int>(readers.size())) readers[v].push_back(n.id);
+  readers_of_value = FlatLists::fromLists(readers);
+
   first_backward_step.assign(node_count, -1);
   last_backward_step.assign(node_count, -1);
   for (const ForwardNode& n : p.nodes) {

@@ -42,6 +42,8 @@ class ProfileIndex {
   // backward ran and freed by one of its backward steps - the gradients it
   // received, the loss's gradient included.
   FlatLists gradients_received_by_node;
+  // Per value: the nodes that read it (ForwardNode::reads), in node order, once per read.
+  FlatLists readers_of_value;
 
   // Per node: first/last backward step it created (-1: none).
   std::vector<int> first_backward_step;
