@@ -63,13 +63,21 @@ int outputEndLeaf(const ProfileIndex& index, const TensorRecord& t, const Segmen
   return blockLeaf(end_event);
 }
 
-// Whether a node's backward makes a tensor of at least `bytes` (not only views).
-bool backwardMakesAtLeast(const ProfileIndex& index, int node, int64_t bytes) {
+// Calls visit(record) for each tensor a node's backward steps made (not a
+// view or a forward output: producer_node < 0), until visit returns true;
+// returns whether it did.
+template <typename Visit>
+bool anyBackwardAllocation(const ProfileIndex& index, int node, Visit visit) {
   for (int step : index.profile.nodes[node].backward_steps)
     for (int e = index.step_first_event[step]; e < index.stepEndEvent(step); ++e)
       for (const int* t = index.tensors_allocated_at_event.begin(e); t != index.tensors_allocated_at_event.end(e); ++t)
-        if (index.profile.tensors[*t].producer_node < 0 && index.profile.tensors[*t].bytes >= bytes) return true;
+        if (index.profile.tensors[*t].producer_node < 0 && visit(index.profile.tensors[*t])) return true;
   return false;
+}
+
+// Whether a node's backward makes a tensor of at least `bytes` (not only views).
+bool backwardMakesAtLeast(const ProfileIndex& index, int node, int64_t bytes) {
+  return anyBackwardAllocation(index, node, [&](const TensorRecord& r) { return r.bytes >= bytes; });
 }
 
 // The weight storage a value that needs grad lives on: the one static weight
@@ -90,13 +98,9 @@ int weightReadAs(const ProfileIndex& index, int node, const GraphValue& value) {
 // sum into a new tensor would).
 bool summedInPlace(const ProfileIndex& index, int node, int64_t bytes) {
   const int last = index.last_backward_step[node];
-  for (int step : index.profile.nodes[node].backward_steps)
-    for (int e = index.step_first_event[step]; e < index.stepEndEvent(step); ++e)
-      for (const int* t = index.tensors_allocated_at_event.begin(e); t != index.tensors_allocated_at_event.end(e); ++t) {
-        const TensorRecord& r = index.profile.tensors[*t];
-        if (r.producer_node < 0 && r.bytes == bytes && (r.free_step < 0 || r.free_step > last)) return false;
-      }
-  return true;
+  return !anyBackwardAllocation(index, node, [&](const TensorRecord& r) {
+    return r.bytes == bytes && (r.free_step < 0 || r.free_step > last);
+  });
 }
 
 // A traced model reads a weight through one value per use (a GetAttr each),
@@ -125,13 +129,12 @@ void heldWeightGradients(const ProfileIndex& index, const SegmentTiming& timing,
   if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
 }
 
-// The gradients of uses a checkpoint holds (memory_rules.h): per outside
-// tensor that may need grad, the uses inside the range whose node has a
-// backward, in backward order, all but the first; the first too where it is a
-// use of a shared weight (heldWeightGradients).
-std::vector<LeafInterval> heldUseGradients(const ProfileIndex& index, const SegmentTiming& timing,
-                                           const SegmentBoundary& boundary, std::vector<int>& timing_view_holders) {
-  std::vector<LeafInterval> held;
+// Fills timing.held_use_gradients and timing.view_holding_nodes
+// (memory_rules.h): per outside tensor that may need grad, the uses inside the
+// range whose node has a backward, in backward order, all but the first; the
+// first too where it is a use of a shared weight (heldWeightGradients).
+void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& boundary, SegmentTiming& timing) {
+  std::vector<LeafInterval>& held = timing.held_use_gradients;
   const Profile& p = index.profile;
   std::vector<int> use_steps;  // the last backward step of each use's node
   for (int v : boundary.inputs) {
@@ -153,7 +156,7 @@ std::vector<LeafInterval> heldUseGradients(const ProfileIndex& index, const Segm
       // of the gradient it received (a cat's slice): that whole gradient is
       // then what the checkpoint holds (tensorIntervals), not a copy.
       if (!backwardMakesAtLeast(index, node, value.bytes)) {
-        timing_view_holders.push_back(node);
+        timing.view_holding_nodes.push_back(node);
         continue;
       }
       const LeafInterval interval{value.bytes, static_cast<int>(Category::Gradient),
@@ -161,7 +164,6 @@ std::vector<LeafInterval> heldUseGradients(const ProfileIndex& index, const Segm
       if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
     }
   }
-  return held;
 }
 
 }  // namespace
@@ -193,7 +195,7 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   const SegmentBoundary boundary = index.rules.boundary(range.first_node, range.last_node);
   for (int v : boundary.replayed_inputs) timing.kept_state_bytes += index.profile.values[v].bytes;
   timing.kept_state_bytes += numberInputBytes(index.profile, boundary);
-  timing.held_use_gradients = heldUseGradients(index, timing, boundary, timing.view_holding_nodes);
+  addHeldUseGradients(index, boundary, timing);
   return timing;
 }
 

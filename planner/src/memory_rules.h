@@ -83,8 +83,10 @@ struct SegmentTiming {
   int forward_end_event = 0;
   int64_t rng_state_bytes = 0;   // generator state kept, and copied again during the recompute
   int64_t kept_state_bytes = 0;  // rng_state_bytes + snapshots of the inputs it writes
-  // Gradients of an outside tensor's second, third... use inside the segment,
-  // each held by the checkpoint's backward until it returns (see segmentTiming).
+  // Gradients of uses of outside tensors inside the segment that the
+  // checkpoint's backward holds until it returns and the original folded into
+  // a running sum at once: every use but the first in backward order, and a
+  // shared weight's first use too (see the rules above).
   std::vector<LeafInterval> held_use_gradients;
   // Nodes among those later uses whose backward hands on a view of the
   // gradient they received: that gradient is held instead (tensorIntervals).
