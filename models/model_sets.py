@@ -33,6 +33,7 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
         "tuple_out_scripted.pt": ("tuple_out", "scripted"),
         "gpt_autocast_traced.pt": ("gpt_autocast", "traced"),
         "inplace_view_traced.pt": ("inplace_view", "traced"),
+        "lstm_cell_lm_traced.pt": ("lstm_cell_lm", "traced"),
         "encoder_masks_scripted.pt": ("encoder_masks", "scripted"),
     },
     # The README's default model.

@@ -19,6 +19,7 @@ import export
 import gpt
 import inplace_view
 import loop_lm
+import lstm_cell_lm
 import mlp
 import resnet
 import specs
@@ -86,6 +87,8 @@ GPT_AUTOCAST = ReferenceModel(
     dataclasses.replace(gpt.training_specs(GPT_AUTOCAST_CONFIG, batch=4), autocast="bfloat16"),
 )
 INPLACE_VIEW = ReferenceModel(inplace_view.build, inplace_view.training_specs())
+# A hand-stepped LSTMCell: traced, in-place writes to gate chunks and to a tuple's element.
+LSTM_CELL_LM = ReferenceModel(lstm_cell_lm.build, lstm_cell_lm.training_specs())
 # A library module scripted as it is, forward's optional masks left to their defaults.
 ENCODER_MASKS = ReferenceModel(encoder_masks.build, encoder_masks.training_specs())
 
@@ -119,6 +122,7 @@ CATALOGUE: Dict[str, ReferenceModel] = {
     "tuple_out": TUPLE_OUT,
     "gpt_autocast": GPT_AUTOCAST,
     "inplace_view": INPLACE_VIEW,
+    "lstm_cell_lm": LSTM_CELL_LM,
     "encoder_masks": ENCODER_MASKS,
     "resnet18_demo": RESNET18_DEMO,
     "gpt_demo": GPT_DEMO,

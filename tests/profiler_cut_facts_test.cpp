@@ -290,5 +290,59 @@ def forward(self, x):
   EXPECT_EQ(shape->entry, ValueEntry::Constant);
 }
 
+// AliasDb counts every element of a list as one wildcard memory: an in-place
+// op on one chunk of a tensor would "write" the chunks of every other tensor
+// too, and no segment around it could be cut (a traced LSTMCell's sigmoid_ on
+// its gates). A chunk is memory of the tensor it was cut from, and only that.
+TEST(CutFacts, AnInPlaceWriteToAChunkWritesOnlyTheTensorItWasCutFrom) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.Gates");
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    a, b = torch.chunk(h, 2, 1)
+    a.sigmoid_()
+    g = torch.relu(x)
+    p, q = torch.chunk(g, 2, 1)
+    return a * p + b * q
+)JIT");
+  const Described d = describe(module);
+  const ForwardNode& sigmoid = d.node("aten::sigmoid_");
+  const std::vector<std::string> written = d.names(sigmoid.writes);
+  const auto writes = [&](const std::string& name) {
+    return std::find(written.begin(), written.end(), name) != written.end();
+  };
+  EXPECT_TRUE(writes(d.outputOf("aten::matmul")));
+  EXPECT_FALSE(writes(d.outputOf("aten::relu")));
+  for (const std::string& piece : d.node("prim::ListUnpack", 1).outputs) EXPECT_FALSE(writes(piece)) << piece;
+  EXPECT_TRUE(d.node("aten::relu").writes.empty());
+}
+
+// AliasDb also counts every tensor put into a tuple as the wildcard. An
+// inlined call that returns a tuple unpacked at once hands on exactly the
+// tensors it packed: an in-place write to one writes that one alone.
+TEST(CutFacts, AnInPlaceWriteToAnUnpackedTupleElementWritesOnlyThatTensor) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.Cell");
+  module.define(R"JIT(
+def step(self, x) -> Tuple[Tensor, Tensor]:
+    return torch.matmul(x, self.w), torch.relu(x)
+
+def forward(self, x):
+    c, r = self.step(x)
+    c.mul_(2.0)
+    d, e = self.step(x)
+    return c + r + d + e
+)JIT");
+  const Described d = describe(module);
+  const ForwardNode& mul = d.node("aten::mul_");
+  const std::vector<std::string> written = d.names(mul.writes);
+  EXPECT_FALSE(written.empty());
+  const ForwardNode& second = d.node("prim::TupleUnpack", 1);
+  for (const std::string& other : second.outputs)
+    EXPECT_EQ(std::find(written.begin(), written.end(), other), written.end()) << other;
+  for (const std::string& other : d.node("prim::TupleUnpack", 0).outputs)
+    if (other != mul.inputs.at(0))
+      EXPECT_EQ(std::find(written.begin(), written.end(), other), written.end()) << other;
+}
+
 }  // namespace
 }  // namespace acprof

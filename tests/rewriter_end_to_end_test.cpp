@@ -194,7 +194,11 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
                                            // left to their defaults, in the profile and in the
                                            // Python check's call of the rewritten model.
                                            Case{"encoder_masks_scripted.pt", "70%"},
-                                           Case{"inplace_view_traced.pt", "", 0.1}),
+                                           Case{"inplace_view_traced.pt", "", 0.1},
+                                           // A traced LSTMCell stepped in Python writes gate chunks
+                                           // and a returned tuple's element in place: with LibTorch's
+                                           // wildcard for list and tuple elements, no segment was legal.
+                                           Case{"lstm_cell_lm_traced.pt", "", 0.1, 0.2}),
                          caseName);
 
 // A plan edited by hand so that a segment holds an in-place write through a

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -191,17 +192,13 @@ class FactsBuilder {
     for (Node* node : analysis_nodes_)
       for (Value* output : node->outputs()) analysis_values_.push_back(output);
     if (analysis_nodes_.empty()) return;
-    torch::jit::WithInsertPoint at_start(analysis_nodes_.front());
-    auto fresh = [&] {
-      return analysis_graph_->insert(aten::empty, {analysis_graph_->insertConstant(std::vector<int64_t>{0})});
-    };
     std::unordered_map<const void*, Value*> fresh_by_storage;
     for (GraphValue& v : facts_.values) {
       Value* analysed = analysis_values_[v.id];
       const Value* original = graph_values_[v.id];
       Value* replacement = nullptr;
       if (v.producer_node < 0 && v.is_tensor) {
-        replacement = fresh();
+        replacement = freshTensor();
       } else if (v.producer_node >= 0 && nodes_[v.producer_node]->kind() == prim::GetAttr) {
         const auto attribute = attributeRead(original, module_);
         if (!attribute || !attribute->value().isTensor()) continue;
@@ -209,12 +206,96 @@ class FactsBuilder {
         const void* storage = held.has_storage() ? static_cast<const void*>(held.storage().unsafeGetStorageImpl())
                                                  : static_cast<const void*>(held.unsafeGetTensorImpl());
         auto [it, added] = fresh_by_storage.emplace(storage, nullptr);
-        if (added) it->second = fresh();
+        if (added) it->second = freshTensor();
         replacement = it->second;
       }
       if (!replacement) continue;
       analysed->replaceAllUsesWith(replacement);
       analysis_values_[v.id] = replacement;
+    }
+    std::unordered_map<const Value*, int> id_of;
+    for (size_t id = 0; id < analysis_values_.size(); ++id) id_of[analysis_values_[id]] = static_cast<int>(id);
+    bypassPackedPairs(id_of);
+    narrowUnpackedPieces(id_of);
+  }
+
+  // A tensor the analysis graph does not share with anything: its memory is
+  // its own. Made at the graph's start, so it is defined wherever it is read.
+  Value* freshTensor() {
+    torch::jit::WithInsertPoint at_start(analysis_nodes_.front());
+    return analysis_graph_->insert(aten::empty, {analysis_graph_->insertConstant(std::vector<int64_t>{0})});
+  }
+
+  void replacePiece(Value* piece, Value* replacement, const std::unordered_map<const Value*, int>& id_of) {
+    piece->replaceAllUsesWith(replacement);
+    if (const auto it = id_of.find(piece); it != id_of.end()) analysis_values_[it->second] = replacement;
+  }
+
+  // AliasDb also counts every tensor put into a tuple or list as the wildcard.
+  // A submodule call that returns a tuple leaves, once inlined, a
+  // TupleConstruct whose only reader is the TupleUnpack of the caller (a
+  // traced LSTMCell's (h, c)): then each unpacked value is exactly the tensor
+  // packed, and nothing else reaches it through the container. The analysis
+  // reads the packed tensors directly and packs fresh ones in their place, so
+  // an in-place write to one (the cell's c = f*c + i*g) writes that tensor,
+  // not every tensor of every tuple.
+  void bypassPackedPairs(const std::unordered_map<const Value*, int>& id_of) {
+    for (Node* unpack : analysis_nodes_) {
+      const bool tuple = unpack->kind() == prim::TupleUnpack;
+      if ((!tuple && unpack->kind() != prim::ListUnpack) || unpack->input(0)->uses().size() != 1) continue;
+      Node* pack = unpack->input(0)->node();
+      if (pack->kind() != (tuple ? prim::TupleConstruct : prim::ListConstruct) ||
+          pack->inputs().size() != unpack->outputs().size())
+        continue;
+      for (size_t i = 0; i < pack->inputs().size(); ++i) {
+        Value* packed = pack->input(i);
+        if (packed->type()->kind() != c10::TypeKind::TensorType) continue;
+        replacePiece(unpack->output(i), packed, id_of);
+        pack->replaceInput(i, freshTensor());
+      }
+    }
+  }
+
+  // A tensor op that returns Tensor[] (chunk, split, unbind...) hands its
+  // pieces out through prim::ListUnpack, and AliasDb counts every element of a
+  // list as the wildcard: an in-place op on one piece (a traced LSTMCell's
+  // sigmoid_ on its gate chunks) "may write" every tensor that was ever in a
+  // list, so no segment around it would be legal. Where the list has no other
+  // use and the op reads one tensor, each piece is memory of that tensor (a
+  // view, or fresh memory by the schema, which unsafe_chunk's pieces are not),
+  // so the analysis reads each piece as an alias of it: a superset of the
+  // truth, as wide as the op's input and no wider.
+  void narrowUnpackedPieces(const std::unordered_map<const Value*, int>& id_of) {
+    for (Node* unpack : analysis_nodes_) {
+      if (unpack->kind() != prim::ListUnpack || unpack->input(0)->uses().size() != 1) continue;
+      Node* maker = unpack->input(0)->node();
+      Value* source = nullptr;
+      int tensor_inputs = 0;
+      for (Value* input : maker->inputs()) {
+        const auto kind = input->type()->kind();
+        if (kind == c10::TypeKind::TensorType) {
+          source = input;
+          ++tensor_inputs;
+        } else if (kind == c10::TypeKind::ListType || kind == c10::TypeKind::TupleType ||
+                   kind == c10::TypeKind::OptionalType || kind == c10::TypeKind::DictType) {
+          tensor_inputs = 2;  // a container may bring tensors too: leave it to AliasDb
+        }
+      }
+      const c10::FunctionSchema* schema = maker->maybeSchema();
+      const auto list_type = unpack->input(0)->type()->cast<c10::ListType>();
+      if (tensor_inputs != 1 || !schema || schema->is_mutable() || maker->hasSideEffects() ||
+          maker->outputs().size() != 1 || !list_type ||
+          list_type->getElementType()->kind() != c10::TypeKind::TensorType)
+        continue;
+      torch::jit::WithInsertPoint after(unpack->next());
+      for (Value* piece : unpack->outputs()) {
+        if (piece->type()->kind() != c10::TypeKind::TensorType) continue;
+        replacePiece(piece, analysis_graph_->insert(aten::alias, {source}), id_of);
+      }
+      // chunk's schema also sends its input to the wildcard ("a -> *"): the
+      // list now reaches nothing, so the op reads a fresh tensor instead.
+      for (size_t i = 0; i < maker->inputs().size(); ++i)
+        if (maker->input(i) == source) maker->replaceInput(i, freshTensor());
     }
   }
 
