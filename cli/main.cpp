@@ -1,83 +1,19 @@
-#include <cstdlib>
-#include <iostream>
-#include <string>
-
-#include "acprof/error.h"
+// acprof-torch: the subcommands that run a model (profile, rewrite), beside the
+// torch-free ones, in the executable that links LibTorch. `acprof` (front_main.cpp)
+// starts it for profile and rewrite, so that plan and view do not pay for loading
+// LibTorch (0.7 s on the 2-core reference machine).
 #include "acprof/model_file.h"
 #include "commands.h"
-
-namespace acprof::cli {
-namespace {
-std::string g_command_line;
-}
-const std::string& commandLine() { return g_command_line; }
-}  // namespace acprof::cli
-
-namespace {
-
-// Exit codes (README "Exit codes"): 0 success, 1 bad input, 2 usage,
-// 3 infeasible budget, 4 verification failed, 5 measured peak over the budget,
-// 70 internal error (sysexits' EX_SOFTWARE).
-constexpr int kBadInputExit = 1;
-constexpr int kUsageExit = 2;
-constexpr int kInfeasibleBudgetExit = 3;
-constexpr int kVerificationFailedExit = 4;
-constexpr int kBudgetExceededExit = 5;
-constexpr int kInternalExit = 70;
-
-int exitCodeOf(acprof::ErrorKind kind) {
-  switch (kind) {
-    case acprof::ErrorKind::Usage: return kUsageExit;
-    case acprof::ErrorKind::BadInput: return kBadInputExit;
-    case acprof::ErrorKind::InfeasibleBudget: return kInfeasibleBudgetExit;
-    case acprof::ErrorKind::VerificationFailed: return kVerificationFailedExit;
-    case acprof::ErrorKind::BudgetExceeded: return kBudgetExceededExit;
-  }
-  return kInternalExit;
-}
-
-// One line: some LibTorch messages start with a newline or span several.
-void printError(std::string message) {
-  // For bug reports: LibTorch's whole message, backtrace included.
-  if (std::getenv("ACPROF_FULL_ERRORS")) std::cerr << message << std::endl;
-  const auto start = message.find_first_not_of(" \n\t");
-  message = start == std::string::npos ? std::string("unknown error") : message.substr(start);
-  if (const auto newline = message.find('\n'); newline != std::string::npos) message.resize(newline);
-  std::cerr << "acprof: error: " << message << std::endl;
-}
-
-}  // namespace
+#include "run_app.h"
 
 int main(int argc, char** argv) {
-  for (int i = 0; i < argc; ++i) {
-    if (i > 0) acprof::cli::g_command_line += ' ';
-    acprof::cli::g_command_line += i == 0 ? std::string("acprof") : std::string(argv[i]);
-  }
-  CLI::App app{"acprof: measure a training step, plan activation recomputation under a memory budget, "
-               "and rewrite the TorchScript model to fit"};
+  CLI::App app{acprof::cli::kToolDescription};
   app.require_subcommand(1);
   acprof::cli::addProfileCommand(app);
   acprof::cli::addPlanCommand(app);
   acprof::cli::addRewriteCommand(app);
   acprof::cli::addViewCommand(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kUsageExit;  // --help is not an error
-  } catch (const acprof::Error& e) {
-    // Libraries throw one-line errors that already name the problem and the fix.
-    printError(e.what());
-    return exitCodeOf(e.kind());
-  } catch (const std::exception& e) {
-    // Anything else escaped a library that should have said what the user can
-    // do: that is acprof's bug, and the message is all there is to report.
-    // LibTorch's own messages start with a banner ("The following operation
-    // failed in the TorchScript interpreter."); the cause is its last error line.
-    if (std::getenv("ACPROF_FULL_ERRORS")) std::cerr << e.what() << std::endl;
-    printError(acprof::oneLineTorchError(e) +
-               " (an internal error of acprof; please report it with the command line, and with "
-               "ACPROF_FULL_ERRORS=1 set for the whole message)");
-    return kInternalExit;
-  }
-  return 0;
+  // LibTorch's own messages start with a banner ("The following operation
+  // failed in the TorchScript interpreter."); the cause is its last error line.
+  return acprof::cli::runApp(app, argc, argv, [](const std::exception& e) { return acprof::oneLineTorchError(e); });
 }

@@ -47,7 +47,7 @@ void runProfile(const ProfileArgs& args) {
 
 void addProfileCommand(CLI::App& app) {
   auto args = std::make_shared<ProfileArgs>();
-  CLI::App* cmd = app.add_subcommand("profile", "Measure one training iteration of a TorchScript model");
+  CLI::App* cmd = app.add_subcommand("profile", kProfileDescription);
   cmd->add_option("model", args->record.model_path, "TorchScript model file (torch.jit.save)")->required();
   cmd->add_option("--input", args->record.run.input_specs,
                   "input spec per forward argument, e.g. float32[32,3,224,224] or int64[8,512]:0..50257 "

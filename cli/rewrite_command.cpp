@@ -197,8 +197,7 @@ void runRewrite(const RewriteArgs& args) {
 
 void addRewriteCommand(CLI::App& app) {
   auto args = std::make_shared<RewriteArgs>();
-  CLI::App* command = app.add_subcommand(
-      "rewrite", "Apply plan.json to its model: checkpointed TorchScript model, verification, before/after report");
+  CLI::App* command = app.add_subcommand("rewrite", kRewriteDescription);
   command->add_option("files", args->files, "[model.pt] [plan.json] (default: plan.json, and the plan's model)")
       ->expected(0, 2);
   command->add_option("-o,--output", args->output, "rewritten model (default: <model>.ckpt.pt beside the model)");

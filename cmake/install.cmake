@@ -1,4 +1,4 @@
-# `cmake --install build [--prefix DIR]`: the acprof tool, the checkpoint runtime
+# `cmake --install build [--prefix DIR]`: the acprof tool (acprof and acprof-torch), the checkpoint runtime
 # libacprof_ops.so with its public header, and a CMake package so that a C++
 # training program can link the runtime:
 #
@@ -14,11 +14,12 @@ set(ACPROF_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/acprof)
 
 # Installed binaries find libacprof_ops.so beside them and LibTorch where it
 # was linked from (outside the system directories, e.g. a downloaded 2.x).
-set_target_properties(acprof PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
-                                        INSTALL_RPATH_USE_LINK_PATH ON)
+set_target_properties(acprof acprof_torch PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
+                                                     INSTALL_RPATH_USE_LINK_PATH ON)
 set_target_properties(acprof_ops PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 
-install(TARGETS acprof RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# acprof starts acprof-torch, beside it, for profile and rewrite (cli/front_main.cpp).
+install(TARGETS acprof acprof_torch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS acprof_ops EXPORT acprofTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

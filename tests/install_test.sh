@@ -21,15 +21,17 @@ mkdir -p "$work"
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 
 # What the package promises: the tool, the runtime, its header and the CMake package.
-for path in bin/acprof include/acprof/ops.h; do
+for path in bin/acprof bin/acprof-torch include/acprof/ops.h; do
   [ -f "$prefix/$path" ] || { echo "install_test: $prefix/$path was not installed" >&2; exit 1; }
 done
 for name in libacprof_ops.so acprofConfig.cmake acprofConfigVersion.cmake acprofTargets.cmake; do
   [ -n "$(find "$prefix" -name "$name" -print -quit)" ] || { echo "install_test: no $name under $prefix" >&2; exit 1; }
 done
 
-# The installed tool runs from its new place: it finds libacprof_ops.so beside it.
+# The installed tool runs from its new place: acprof starts acprof-torch beside
+# it for profile, which finds libacprof_ops.so and LibTorch.
 "$prefix/bin/acprof" --help > /dev/null
+"$prefix/bin/acprof" profile --help > /dev/null
 # Python needs only the installed library.
 "$python" -c "import sys, torch; torch.ops.load_library(sys.argv[1]); torch.ops.acprof.checkpoint" \
   "$(find "$prefix" -name libacprof_ops.so -print -quit)"

@@ -246,5 +246,30 @@ TEST(PlannerCli, DefaultFloorOfTheLoopedLmMeetsCheckpointingEveryIteration) {
   EXPECT_LE(readPlanFile(dir + "/plan.json").predicted_peak_bytes, floor_bytes);
 }
 
+// `acprof` runs plan and view itself, without LibTorch (loading it takes
+// longer than planning most profiles), and hands profile and rewrite to
+// acprof-torch beside it: alone, it still plans, and a profile says in one
+// line what is missing.
+TEST(PlannerCli, PlanRunsWithoutLibTorchWhileProfileNeedsTheProgramBesideIt) {
+  const std::string dir = makeScratchDir("plan-front");
+  writeChainProfile(dir);
+  fs::create_directories(dir + "/bin");
+  fs::copy_file(ACPROF_BINARY, dir + "/bin/acprof");
+  const auto libraries = testing::runCommand("ldd bin/acprof", dir);
+  ASSERT_EQ(libraries.exit_code, 0) << libraries.err;
+  EXPECT_EQ(libraries.out.find("libtorch"), std::string::npos) << libraries.out;
+  EXPECT_EQ(libraries.out.find("libc10"), std::string::npos) << libraries.out;
+
+  const auto plan = testing::runCommand("bin/acprof plan --budget 1450", dir);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(readPlanFile(dir + "/plan.json").predicted_peak_bytes, 1400);
+
+  const auto profile = testing::runCommand("bin/acprof profile chain.pt", dir);
+  EXPECT_EQ(profile.exit_code, 1);
+  EXPECT_EQ(lineCount(profile.err), 1) << profile.err;
+  EXPECT_NE(profile.err.find("acprof-torch"), std::string::npos) << profile.err;
+  EXPECT_FALSE(fs::exists(dir + "/profile.json.tmp"));
+}
+
 }  // namespace
 }  // namespace acprof
