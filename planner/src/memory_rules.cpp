@@ -103,6 +103,15 @@ bool summedInPlace(const ProfileIndex& index, int node, int64_t bytes) {
   });
 }
 
+// A gradient of `bytes` made by backward step `step`, held by the checkpoint
+// from that step's end until its backward returns.
+void holdGradientToReturn(const ProfileIndex& index, const SegmentTiming& timing, int64_t bytes, int step,
+                          std::vector<LeafInterval>& held) {
+  const LeafInterval interval{bytes, static_cast<int>(Category::Gradient), blockLeaf(index.stepEndEvent(step)),
+                              blockLeaf(timing.end_event)};
+  if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
+}
+
 // A traced model reads a weight through one value per use (a GetAttr each),
 // so uses of one weight are separate checkpoint inputs even across values.
 // A use whose gradient the original added to a running sum begun by a use
@@ -124,9 +133,7 @@ void heldWeightGradients(const ProfileIndex& index, const SegmentTiming& timing,
     if (user >= timing.range.first_node && user <= timing.range.last_node) first_in_segment = false;
   }
   if (!sum_begun || (first_in_segment && !summedInPlace(index, node, value.bytes))) return;
-  const LeafInterval interval{value.bytes, static_cast<int>(Category::Gradient),
-                              blockLeaf(index.stepEndEvent(index.last_backward_step[node])), blockLeaf(timing.end_event)};
-  if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
+  holdGradientToReturn(index, timing, value.bytes, index.last_backward_step[node], held);
 }
 
 // Fills timing.held_use_gradients and timing.view_holding_nodes
@@ -159,9 +166,7 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
         timing.view_holding_nodes.push_back(node);
         continue;
       }
-      const LeafInterval interval{value.bytes, static_cast<int>(Category::Gradient),
-                                  blockLeaf(index.stepEndEvent(use_steps[u])), blockLeaf(timing.end_event)};
-      if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
+      holdGradientToReturn(index, timing, value.bytes, use_steps[u], held);
     }
   }
 }
