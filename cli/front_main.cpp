@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
 #include <string>
 
 #include <fmt/format.h>
@@ -39,24 +38,18 @@ std::string becomeTorchProgram(char** argv) {
                      program.string(), std::strerror(errno));
 }
 
-bool runsAModel(const std::string& command) { return command == "profile" || command == "rewrite"; }
-
-// Stands in --help for a subcommand acprof-torch runs.
+// profile and rewrite: listed in --help in their places; used, they take
+// every argument after their name unparsed and start acprof-torch with argv.
 void addTorchCommand(CLI::App& app, const std::string& name, const std::string& description, char** argv) {
   CLI::App* command = app.add_subcommand(name, description);
   command->prefix_command();
-  command->set_help_flag();
+  command->set_help_flag();  // acprof-torch prints the command's help
   command->callback([argv] { throw acprof::Error(acprof::ErrorKind::BadInput, becomeTorchProgram(argv)); });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && runsAModel(argv[1])) {
-    const std::string failure = becomeTorchProgram(argv);  // before writing anything: it may not return
-    std::cerr << "acprof: error: " << failure << std::endl;
-    return 1;
-  }
   CLI::App app{acprof::cli::kToolDescription};
   app.require_subcommand(1);
   addTorchCommand(app, "profile", acprof::cli::kProfileDescription, argv);
