@@ -391,8 +391,8 @@ def judge(record: Dict) -> None:
 def complete_earlier_result(options, record: Dict) -> bool:
     """Brings a result of an earlier zoo.py up to this one's steps, from the files its run kept:
     the exact search of a floor below the goal, and a rewrite near the floor where the earlier
-    budget (floor + 2 %) was at or above the profiled peak, so that its plan recomputed nothing.
-    Returns whether the record changed."""
+    budget (floor + 2 %) was at or above the profiled peak, so that its plan recomputed nothing
+    (only where the run kept its model: --keep-models). Returns whether the record changed."""
     work_dir = os.path.join(options.results, record["id"])
     if record.get("status") == "skipped" or not os.path.exists(os.path.join(work_dir, "profile.json")):
         return False
@@ -402,7 +402,8 @@ def complete_earlier_result(options, record: Dict) -> bool:
         record["exact_search"] = exact_search_outcome(options, work_dir)
         changed = True
     peak, near_floor = record["profile"]["peak_bytes"], record["budgets"].get("floor", {})
-    if near_floor.get("budget_bytes", 0) >= peak > record.get("floor_bytes", peak):
+    model_kept = os.path.exists(os.path.join(work_dir, "model.pt"))
+    if model_kept and near_floor.get("budget_bytes", 0) >= peak > record.get("floor_bytes", peak):
         budget = str(near_floor_budget(record["floor_bytes"], peak))
         log(f"{record['id']}: the earlier budget near the floor was at the profiled peak; planning at {budget} B")
         record["budgets"]["floor"] = budget_outcome(options, work_dir, "floor", budget)
@@ -460,7 +461,19 @@ def run_and_record(options, model_id: str, name: str, mode: str) -> Dict:
             break
         log(f"{model_id}: acprof was rebuilt during the run; running the model again")
     write_json_atomically(os.path.join(options.results, f"{model_id}.json"), record)
+    if not options.keep_models:
+        remove_model_files(os.path.join(options.results, model_id))
     return record
+
+
+def remove_model_files(work_dir: str) -> None:
+    """Deletes the exported and rewritten models of a finished run. They are the bulk of its
+    files (a large model's run keeps 1 to 2 GB of them; the whole zoo, tens of GB) and nothing
+    reads them once the result is written; profiles, plans, logs and reports stay."""
+    for folder, _, names in os.walk(work_dir):
+        for name in names:
+            if name.endswith(".pt"):
+                os.remove(os.path.join(folder, name))
 
 
 # ---------------------------------------------------------------- docs/zoo.md
@@ -769,6 +782,9 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--max-step-seconds", type=float, default=60.0,
                         help="skip models whose training step takes longer on this CPU (default 60)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="limit of one command, seconds (default 3600)")
+    parser.add_argument("--keep-models", action="store_true",
+                        help="keep each run's exported and rewritten models (*.pt; deleted by default once the "
+                             "model's result is written: they fill tens of GB over the whole zoo)")
     parser.add_argument("--no-run", action="store_true",
                         help="run nothing: write the docs from the result files there are, as they are")
     parser.add_argument("--no-skips", action="store_true",
