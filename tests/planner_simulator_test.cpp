@@ -472,6 +472,76 @@ TEST(PlannerSimulator, AUseOfASharedWeightAddedToItsRunningSumIsHeldByTheCheckpo
   expectGapOnly(shared, Simulator(sharedWeightProfile(false)).liveBytesPerEvent({{0, 2}}), 14, shared.size() - 1, 100);
 }
 
+// x, y = split(in); a = relu(x); c = mul(a, y); o = addcmul(x, y, c). Node 3's
+// backward begins the gradient sums of x and y (sx, sy), nodes 2 and 1 add
+// theirs. With `new_sums` they add as LibTorch 1.13 adds dense gradients, out
+// of place (gy + sy into ny, then sy and gy go), else in place (gy made and
+// freed; sy is the sum). Checkpointed as [1, 2], the gradients gx and gy are
+// returned together after node 1's backward and the engine adds each to its
+// waiting sum there: for a moment x, y and o (3010), sx and sy (3000), gx
+// and gy (3000) and the larger new sum (2000) are alive, 11010 B, above
+// anything the original had at once (its sums came one by one). The simulator
+// counts sx and sy (gradients the segment received, they live only until its
+// releases) and that sum at the return (5000) on top of x, y, o, nx and ny.
+Profile waitingSumsProfile(bool new_sums) {
+  ProfileBuilder b;
+  b.node("aten::split", {"in"}, {"x", "y"});
+  const int x = b.alloc(1000);  // event 0
+  const int y = b.alloc(2000);  // event 1
+  b.valueBytes("x", 1000);
+  b.valueBytes("y", 2000);
+  b.node("aten::relu", {"x"}, {"a"});
+  const int a = b.alloc(10);  // event 2
+  b.readBy(x, 1);
+  b.node("aten::mul", {"a", "y"}, {"c"});
+  const int c = b.alloc(10);  // event 3
+  b.readBy(a, 2);
+  b.readBy(y, 2);
+  b.node("aten::addcmul", {"x", "y", "c"}, {"o"});
+  b.setCategory(b.alloc(10), Category::Output);  // event 4
+  b.readBy(x, 3);
+  b.readBy(y, 3);
+  b.readBy(c, 3);
+  b.loss();
+  b.backward(3);
+  const int sx = b.alloc(1000);  // event 5
+  const int sy = b.alloc(2000);  // event 6
+  const int gc = b.alloc(10);    // event 7
+  b.free(c);                     // event 8
+  // The current node's gradient of a tensor, added to its waiting sum.
+  const auto add_gradient = [&](int waiting, int64_t bytes) {
+    const int gradient = b.alloc(bytes);
+    const int sum = new_sums ? b.alloc(bytes) : waiting;
+    if (new_sums) b.free(waiting);
+    b.free(gradient);
+    return sum;
+  };
+  b.backward(2);
+  const int final_y = add_gradient(sy, 2000);
+  const int ga = b.alloc(10);
+  b.free(gc);
+  b.backward(1);
+  const int final_x = add_gradient(sx, 1000);
+  b.free(ga);
+  b.free(a);
+  b.backward(0);
+  for (const int t : {final_x, final_y, x, y}) b.free(t);
+  return b.finish();
+}
+
+TEST(PlannerSimulator, AReturnAddingToWaitingSumsHoldsThemWithTheReturnedGradientsAndOneNewSum) {
+  constexpr int kNodeOneBackwardStep = 7;  // forward 0-3, loss 4, node 3's backward 5, node 2's 6
+  const SimulationResult out_of_place = Simulator(waitingSumsProfile(true)).simulate({{1, 2}});
+  EXPECT_EQ(out_of_place.peak_bytes, 11010);
+  EXPECT_EQ(out_of_place.peak_step, kNodeOneBackwardStep);
+  EXPECT_FALSE(out_of_place.peak_in_recompute);
+  // Summed in place, the return makes nothing: node 1's step peaks while gx
+  // is made beside x, y, o, sx, sy (held), the recomputed a and c, gc (held)
+  // and ga: 7050.
+  const SimulationResult in_place = Simulator(waitingSumsProfile(false)).simulate({{1, 2}});
+  EXPECT_EQ(in_place.timeline.at(kNodeOneBackwardStep + 1).peak_bytes, 7050);
+}
+
 TEST(PlannerSimulator, SegmentProblemsNameTheReason) {
   ProfileBuilder b;
   b.addStatic(1000, Category::Weight);

@@ -198,7 +198,14 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
                                            // A traced LSTMCell stepped in Python writes gate chunks
                                            // and a returned tuple's element in place: with LibTorch's
                                            // wildcard for list and tuple elements, no segment was legal.
-                                           Case{"lstm_cell_lm_traced.pt", "", 0.1, 0.2}),
+                                           Case{"lstm_cell_lm_traced.pt", "", 0.1, 0.2},
+                                           // Its segments return two gradients of each of seven
+                                           // tensors at once, which the engine adds to their waiting
+                                           // sums out of place: at these budgets that moment is the
+                                           // peak, and measured 0.5 % over the budget before the
+                                           // planner counted it (memory_rules.h, the return leaf).
+                                           Case{"lstm_cell_lm_traced.pt", "2.72MiB"},
+                                           Case{"lstm_cell_lm_traced.pt", "2.86MiB"}),
                          caseName);
 
 // A plan edited by hand so that a segment holds an in-place write through a

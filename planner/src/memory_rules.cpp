@@ -60,7 +60,7 @@ int outputEndLeaf(const ProfileIndex& index, const TensorRecord& t, const Segmen
     if (inside_own(by.node) || (holder && holder->has_backward)) continue;
     end_event = std::max(end_event, index.stepEndEvent(by.release_step));
   }
-  return blockLeaf(end_event);
+  return returnLeaf(end_event);
 }
 
 // Calls visit(record) for each tensor a node's backward steps made (not a
@@ -104,10 +104,10 @@ bool summedInPlace(const ProfileIndex& index, int node, int64_t bytes) {
 }
 
 // A gradient of `bytes` made by backward step `step`, held by the checkpoint
-// from that step's end until its backward returns.
+// from that step's end until its return has handed every gradient on.
 void holdGradientToReturn(const ProfileIndex& index, const SegmentTiming& timing, int64_t bytes, int step,
                           std::vector<LeafInterval>& held) {
-  const LeafInterval interval{bytes, static_cast<int>(Category::Gradient), blockLeaf(index.stepEndEvent(step)),
+  const LeafInterval interval{bytes, static_cast<int>(Category::Gradient), returnLeaf(index.stepEndEvent(step)),
                               blockLeaf(timing.end_event)};
   if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
 }
@@ -171,6 +171,66 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
   }
 }
 
+// What the checkpoint's return adds above the gradients it holds
+// (memory_rules.h). The returned gradients belong to one buffer per outside
+// tensor: a weight's storage (a trace reads it through one value per use) or
+// the value itself. Per buffer: whether a use outside the segment handed it a
+// gradient before the segment's backward began (a running sum is waiting),
+// and whether the original made a new tensor for the sum at the segment's
+// uses that add to the buffer (all of them when a sum was waiting; all but
+// the first in backward order otherwise, whose gradient became the buffer).
+void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, SegmentTiming& timing) {
+  const Profile& p = index.profile;
+  struct Use {
+    int buffer;  // a weight storage s as s, a value v as -1 - v
+    int step;    // the last backward step of the use's node
+    int node;
+    int64_t bytes;
+  };
+  std::vector<Use> uses;
+  for (int v : boundary.inputs) {
+    const GraphValue& value = p.values[v];
+    if (!value.is_tensor || !value.requires_grad || value.entry != ValueEntry::Input || value.bytes <= 0) continue;
+    const int* readers_end = index.readers_of_value.end(v);
+    for (const int* n = std::lower_bound(index.readers_of_value.begin(v), readers_end, timing.range.first_node);
+         n != readers_end && *n <= timing.range.last_node; ++n) {
+      if (index.first_backward_step[*n] < 0) continue;
+      const int weight = weightReadAs(index, *n, value);
+      uses.push_back(Use{weight >= 0 ? weight : -1 - v, index.last_backward_step[*n], *n, value.bytes});
+    }
+  }
+  std::sort(uses.begin(), uses.end(),
+            [](const Use& a, const Use& b) { return a.buffer != b.buffer ? a.buffer < b.buffer : a.step < b.step; });
+  const auto outside_and_earlier = [&](int node) {
+    const int step = index.first_backward_step[node];
+    return (node < timing.range.first_node || node > timing.range.last_node) && step >= 0 &&
+           step < timing.first_backward_step;
+  };
+  int64_t waiting_sums = 0, largest_sum = 0;
+  for (size_t first = 0, end = 0; first < uses.size(); first = end) {
+    end = first;
+    while (end < uses.size() && uses[end].buffer == uses[first].buffer) ++end;
+    const int buffer = uses[first].buffer;
+    const int64_t bytes = uses[first].bytes;
+    bool sum_waiting = false;
+    if (buffer >= 0) {
+      for (int user : p.tensors[buffer].users) sum_waiting = sum_waiting || outside_and_earlier(user);
+    } else {
+      const int v = -1 - buffer;
+      for (const int* n = index.readers_of_value.begin(v); n != index.readers_of_value.end(v); ++n)
+        sum_waiting = sum_waiting || outside_and_earlier(*n);
+    }
+    bool new_sums = false;
+    for (size_t u = sum_waiting ? first : first + 1; u < end; ++u)
+      new_sums = new_sums || !summedInPlace(index, uses[u].node, bytes);
+    if (!new_sums) continue;
+    if (sum_waiting) waiting_sums += bytes;
+    largest_sum = std::max(largest_sum, bytes);
+  }
+  const int leaf = returnLeaf(timing.end_event);
+  timing.return_sums = LeafInterval{waiting_sums + largest_sum, static_cast<int>(Category::Gradient), leaf, leaf + 1};
+}
+
 }  // namespace
 
 SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
@@ -201,6 +261,7 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   for (int v : boundary.replayed_inputs) timing.kept_state_bytes += index.profile.values[v].bytes;
   timing.kept_state_bytes += numberInputBytes(index.profile, boundary);
   addHeldUseGradients(index, boundary, timing);
+  addReturnSums(index, boundary, timing);
   return timing;
 }
 
@@ -228,7 +289,7 @@ RecomputeBlock recomputeBlock(const ProfileIndex& index, const SegmentTiming& se
   block.leaf = blockLeaf(segment.recompute_event);
   constexpr int kActivation = static_cast<int>(Category::Activation);
   block.kept_state = LeafInterval{segment.kept_state_bytes, kActivation, gapLeaf(segment.forward_first_event),
-                                  blockLeaf(segment.end_event)};
+                                  returnLeaf(segment.end_event)};
   const auto inside = [&](int tensor) {
     const int producer = index.profile.tensors[tensor].producer_node;
     return producer >= segment.range.first_node && producer <= segment.range.last_node;
@@ -277,17 +338,17 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
   if (own && !own->has_backward) own = nullptr;
   if (own) {
     const int after_recompute = gapLeaf(own->recompute_event);
-    const int segment_end = blockLeaf(own->end_event);
+    const int segment_end = returnLeaf(own->end_event);
     LeafInterval copy{t.bytes, life.category, after_recompute, segment_end};
     switch (insideRole(index, tensor, *own)) {
       case InsideRole::Output: {
         const bool freed_in_own_backward = t.free_step >= own->first_backward_step && t.free_step <= own->last_backward_step;
         const int earlier_end = outputEndLeaf(index, t, *own, decision);
         if (freed_in_own_backward) {
-          life.end_leaf = std::min(blockLeaf(own->recompute_event), earlier_end);
+          life.end_leaf = std::min(returnLeaf(own->recompute_event), earlier_end);
         } else if (index.outlivesIteration(tensor) && t.category != Category::Output && earlier_end != kNoEarlierEnd) {
           // Kept past the iteration only by saves no gradient reached, inside its own segment.
-          life.end_leaf = std::min(blockLeaf(own->recompute_event), earlier_end);
+          life.end_leaf = std::min(returnLeaf(own->recompute_event), earlier_end);
         }
         break;
       }
@@ -297,13 +358,13 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
       case InsideRole::InternalActivation: {
         const int last_use_step = std::max(t.alloc_step, t.last_forward_use_step);
         copy.end_leaf = life.end_leaf > after_recompute ? life.end_leaf : segment_end;
-        life.end_leaf = blockLeaf(index.stepEndEvent(last_use_step));
+        life.end_leaf = returnLeaf(index.stepEndEvent(last_use_step));
         break;
       }
       case InsideRole::UnreachedSave: {
         const int last_use_step = std::max(t.alloc_step, t.last_forward_use_step);
         copy.end_leaf = segment_end;
-        life.end_leaf = blockLeaf(index.stepEndEvent(last_use_step));
+        life.end_leaf = returnLeaf(index.stepEndEvent(last_use_step));
         break;
       }
       case InsideRole::HeldCopy:
@@ -318,8 +379,9 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
     const SegmentTiming* consumer = decision.segmentContaining(consumer_node);
     if (consumer && consumer->has_backward && t.alloc_step < consumer->first_backward_step &&
         t.free_step <= consumer->last_backward_step && index.phaseOfStep(t.free_step) == Phase::Backward)
-      life.end_leaf = std::max(life.end_leaf, blockLeaf(consumer->end_event));
-    // Received by a later use that hands a view of it on as an outside tensor's gradient.
+      life.end_leaf = std::max(life.end_leaf, returnLeaf(consumer->end_event));
+    // Received by a later use that hands a view of it on as an outside tensor's
+    // gradient: alive until the return has handed that view on.
     if (consumer && consumer->has_backward && t.alloc_step < t.free_step &&
         std::find(consumer->view_holding_nodes.begin(), consumer->view_holding_nodes.end(), consumer_node) !=
             consumer->view_holding_nodes.end())
@@ -329,7 +391,7 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
     for (const int* it = t.users.data(); it != t.users.data() + t.users.size(); ++it) {
       const SegmentTiming* reader = decision.segmentContaining(*it);
       if (reader && reader != own && reader->has_backward)
-        life.end_leaf = std::max(life.end_leaf, blockLeaf(reader->end_event));
+        life.end_leaf = std::max(life.end_leaf, returnLeaf(reader->end_event));
     }
   }
   out[count++] = life;

@@ -3,15 +3,18 @@
 // so both measure with the same ruler.
 //
 // The timeline is a row of leaves. For each event e of the profile, 0 <= e <= E:
-//   3e     the recompute block that runs just before event e (its highest point);
+//   4e     the return of a checkpoint whose backward ended just before event e:
+//          where none returns it holds what is left once the boundary's frees
+//          are done
+//   4e + 1 the recompute block that runs just before event e (its highest point);
 //          where no block runs it equals the gap below
-//   3e + 1 the gap just before event e, after any recompute block there
-//   3e + 2 just after event e (e < E)
+//   4e + 2 the gap just before event e, after any recompute block there
+//   4e + 3 just after event e (e < E)
 // A tensor occupies a half-open leaf interval. Its original life [alloc, free)
-// is [3a+2, 3f+2). Moving a free to "the end of step s" (or to any step
-// boundary) ends it at the boundary's block leaf 3e, so the memory is gone
-// before a recompute block there starts; a copy made by a recompute block
-// starts at the gap leaf 3e+1, after the block.
+// is [4a+3, 4f+3). Moving a free to "the end of step s" (or to any step
+// boundary) ends it at the boundary's return leaf 4e, so the memory is gone
+// before a checkpoint returns there or a recompute block starts; a copy made by
+// a recompute block starts at the gap leaf 4e+2, after the block.
 //
 // For a segment S with backward steps Bwd(S) = [bs, be] (R = just before step
 // bs, End = just after step be), a tensor t produced inside S is:
@@ -46,6 +49,18 @@
 // made a new tensor for the sum there and it is the segment's first use of
 // the weight (the older sum is then a gradient S received, held already, and
 // the new one stands for the held gradient).
+// At End the checkpoint returns (the return leaf): the engine has released what
+// the checkpoint saved and the gradients it received, and hands each returned
+// gradient, in input order, to the buffer of the tensor it belongs to (a
+// weight's accumulator, an activation's grad_fn); all of them stay alive until
+// every one is handed on, so the held gradients above end just after the
+// return leaf. Where the original summed a tensor's gradients into new tensors
+// (LibTorch 1.13 adds dense gradients out of place), each add at the return
+// makes a new sum and frees the old one: on top of the held gradients the
+// return leaf counts the running sum begun before S's backward by a use
+// backwarded earlier (the original freed it at S's first use, and as a
+// gradient S received it lives only until End's releases) and the largest sum
+// made there. Where the original summed in place, the return adds nothing.
 // The checkpoint also keeps, from just before S's forward until End, the
 // generator state it replays (profile meta checkpoint_rng_state_bytes) and a
 // snapshot of each input S writes in place (cut_rules.h replayed inputs); its
@@ -60,10 +75,11 @@
 
 namespace acprof {
 
-inline int blockLeaf(int event) { return 3 * event; }
-inline int gapLeaf(int event) { return 3 * event + 1; }
-inline int eventLeaf(int event) { return 3 * event + 2; }
-inline int leafCount(int event_count) { return 3 * event_count + 2; }
+inline int returnLeaf(int event) { return 4 * event; }
+inline int blockLeaf(int event) { return 4 * event + 1; }
+inline int gapLeaf(int event) { return 4 * event + 2; }
+inline int eventLeaf(int event) { return 4 * event + 3; }
+inline int leafCount(int event_count) { return 4 * event_count + 3; }
 
 struct LeafInterval {
   int64_t bytes = 0;
@@ -88,6 +104,9 @@ struct SegmentTiming {
   // a running sum at once: every use but the first in backward order, and a
   // shared weight's first use too (see the rules above).
   std::vector<LeafInterval> held_use_gradients;
+  // What the return adds above them: the sums begun before the segment's
+  // backward and the largest sum the hand-over makes (bytes 0: nothing).
+  LeafInterval return_sums;
   // Nodes among those later uses whose backward hands on a view of the
   // gradient they received: that gradient is held instead (tensorIntervals).
   std::vector<int> view_holding_nodes;

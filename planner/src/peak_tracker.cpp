@@ -201,6 +201,7 @@ void PeakTracker::applyBlock(const SegmentTiming& timing, const RecomputeBlock& 
   addToTree(block.kept_state.begin_leaf, block.kept_state.end_leaf, sign * block.kept_state.bytes);
   for (const LeafInterval& held : timing.held_use_gradients)
     addToTree(held.begin_leaf, held.end_leaf, sign * held.bytes);
+  addToTree(timing.return_sums.begin_leaf, timing.return_sums.end_leaf, sign * timing.return_sums.bytes);
 }
 
 void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vector<NodeRange>& added) {

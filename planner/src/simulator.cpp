@@ -79,6 +79,7 @@ LeafTimeline replay(const ProfileIndex& index, const DecisionLayout& layout) {
     out.block_step.push_back(timing.first_backward_step);
     if (block.kept_state.bytes > 0) add(block.kept_state);
     for (const LeafInterval& held : timing.held_use_gradients) add(held);
+    add(timing.return_sums);
     if (!block.has_events) continue;
     for (int c = 0; c < kCategoryCount; ++c) add({block.rise_by_category[c], c, block.leaf, block.leaf + 1});
   }
@@ -111,13 +112,18 @@ SimulationResult Simulator::simulate(const RecomputeDecision& decision) const {
   SimulationResult result;
   result.peak_bytes = live[replayed.peak_leaf];
   result.peak_breakdown = replayed.peak_breakdown;
-  const int peak_event = replayed.peak_leaf / 3;
-  const bool peak_on_block_leaf = replayed.peak_leaf % 3 == 0;
-  // Leaves 0 and 1 hold only what was live before the first event: step 0, as timelineFromTensors says.
+  const int peak_event = replayed.peak_leaf / 4;
+  const bool peak_on_block_leaf = replayed.peak_leaf == blockLeaf(peak_event);
+  // A return belongs to the step whose backward ended there, the one of the event before.
+  const bool peak_on_return_leaf = replayed.peak_leaf == returnLeaf(peak_event) && peak_event > 0;
+  // Leaves 0 to 2 hold only what was live before the first event: step 0, as timelineFromTensors says.
   if (index.step_count > 0)
-    result.peak_step = replayed.peak_leaf < 2 ? 0 : stepOfEvent(index.profile, peak_event);
+    result.peak_step = replayed.peak_leaf < gapLeaf(0) + 1
+                           ? 0
+                           : stepOfEvent(index.profile, peak_on_return_leaf ? peak_event - 1 : peak_event);
 
-  // One point per step (its gap leaf and event leaves), one per recompute block before its step.
+  // One point per step (its gap leaf, event leaves and the return after its
+  // last event), one per recompute block before its step.
   std::unordered_map<int, size_t> block_of_step;
   for (size_t b = 0; b < replayed.blocks.size(); ++b)
     if (replayed.blocks[b].has_events) block_of_step[replayed.block_step[b]] = b;
@@ -131,7 +137,7 @@ SimulationResult Simulator::simulate(const RecomputeDecision& decision) const {
       }
     }
     const int first = gapLeaf(index.step_first_event[s]);
-    const int last = std::max(first, blockLeaf(index.stepEndEvent(s)) - 1);
+    const int last = std::max(first, returnLeaf(index.stepEndEvent(s)));
     result.timeline.push_back(
         TimelinePoint{s, false, *std::max_element(live.begin() + first, live.begin() + last + 1)});
   }
