@@ -344,5 +344,63 @@ def forward(self, x):
       EXPECT_EQ(std::find(written.begin(), written.end(), other), written.end()) << other;
 }
 
+// torchvision's IntermediateLayerGetter, scripted: after each stage, `if name
+// in self.return_layers: out[self.return_layers[name]] = x`. The dict
+// attribute is only looked up, so the lookups fold and each branch becomes
+// what it takes: a store at top level, or nothing.
+torch::jit::Module layerGetter() {
+  torch::jit::Module module = moduleWithWeight("acprof_test.LayerGetter");
+  c10::impl::GenericDict return_layers(c10::StringType::get(), c10::StringType::get());
+  return_layers.insert("a", "low");
+  return_layers.insert("c", "high");
+  module.register_attribute("return_layers", c10::DictType::create(c10::StringType::get(), c10::StringType::get()),
+                            return_layers);
+  module.define(R"JIT(
+def forward(self, x):
+    out: Dict[str, Tensor] = {}
+    h = torch.matmul(x, self.w)
+    if "a" in self.return_layers:
+        out[self.return_layers["a"]] = h
+    g = torch.relu(h)
+    if "b" in self.return_layers:
+        out[self.return_layers["b"]] = g
+    k = torch.sigmoid(g)
+    k.add_(1.0)
+    if "c" in self.return_layers:
+        out[self.return_layers["c"]] = k
+    return out["low"] * out["high"]
+)JIT");
+  return module;
+}
+
+TEST(CutFacts, LookupsOfADictAttributeTheGraphNeverChangesFoldWithTheirBranches) {
+  torch::jit::Module module = layerGetter();
+  const Described d = describe(module);
+  int stores = 0;
+  for (const ForwardNode& n : d.facts.nodes) {
+    EXPECT_NE(n.kind, "prim::If");
+    EXPECT_NE(n.kind, "aten::__contains__");
+    stores += n.kind == "aten::_set_item";
+  }
+  EXPECT_EQ(stores, 2);  // "a" and "c"; the branch on "b" took nothing
+  // The fold keeps what forward computes.
+  const at::Tensor x = at::randn({4, 8});
+  const at::Tensor h = at::matmul(x, module.attr("w").toTensor());
+  const at::Tensor expected = h * (at::sigmoid(at::relu(h)) + 1.0);
+  EXPECT_TRUE(at::allclose(module.forward({x}).toTensor(), expected));
+}
+
+// A dict filled and read by constant keys, as the fold leaves the getter's:
+// a read is the tensor stored under its key, so an in-place write to one
+// entry writes that tensor, not every tensor that was in a container.
+TEST(CutFacts, AnInPlaceWriteToADictEntryWritesOnlyThatTensor) {
+  torch::jit::Module module = layerGetter();
+  const Described d = describe(module);
+  const std::vector<std::string> written = d.names(d.node("aten::add_").writes);
+  EXPECT_NE(std::find(written.begin(), written.end(), d.outputOf("aten::sigmoid")), written.end());
+  EXPECT_EQ(std::find(written.begin(), written.end(), d.outputOf("aten::matmul")), written.end());
+  EXPECT_EQ(std::find(written.begin(), written.end(), d.outputOf("aten::relu")), written.end());
+}
+
 }  // namespace
 }  // namespace acprof

@@ -216,6 +216,7 @@ class FactsBuilder {
     std::unordered_map<const Value*, int> id_of;
     for (size_t id = 0; id < analysis_values_.size(); ++id) id_of[analysis_values_[id]] = static_cast<int>(id);
     bypassPackedPairs(id_of);
+    bypassDictEntries(id_of);
     narrowUnpackedPieces(id_of);
   }
 
@@ -253,6 +254,48 @@ class FactsBuilder {
         replacePiece(unpack->output(i), packed, id_of);
         pack->replaceInput(i, freshTensor());
       }
+    }
+  }
+
+  // The same for a dict that the graph fills and reads by constant keys, all
+  // at top level, and does not return (torchvision's IntermediateLayerGetter,
+  // once its lookups of return_layers are folded: forward_graph.cpp): a read
+  // of a key is exactly the tensor last stored under it before the read, so
+  // the analysis reads that tensor and stores fresh ones.
+  void bypassDictEntries(const std::unordered_map<const Value*, int>& id_of) {
+    const auto constant_key = [](const Node* node) { return torch::jit::toIValue(node->input(1)); };
+    for (Node* maker : analysis_nodes_) {
+      const bool empty_dict = (maker->kind() == aten::dict || maker->kind() == prim::DictConstruct) &&
+                              maker->inputs().empty() && maker->outputs().size() == 1;
+      if (!empty_dict) continue;
+      Value* dict = maker->output();
+      if (std::find(analysis_graph_->outputs().begin(), analysis_graph_->outputs().end(), dict) !=
+          analysis_graph_->outputs().end())
+        continue;
+      std::vector<Node*> stores, reads;
+      bool plain = true;
+      for (const torch::jit::Use& use : dict->uses()) {
+        const bool top_level = use.user->owningBlock() == analysis_graph_->block();
+        const bool keyed = use.offset == 0 && constant_key(use.user).has_value();
+        if (top_level && keyed && use.user->kind() == aten::_set_item &&
+            use.user->input(2)->type()->kind() == c10::TypeKind::TensorType) {
+          stores.push_back(use.user);
+        } else if (top_level && keyed && use.user->kind() == aten::__getitem__) {
+          reads.push_back(use.user);
+        } else {
+          plain = false;
+        }
+      }
+      if (!plain || stores.empty()) continue;
+      for (Node* read : reads) {
+        Node* last_store = nullptr;
+        for (Node* store : stores)
+          if (store->isBefore(read) && *constant_key(store) == *constant_key(read) &&
+              (!last_store || last_store->isBefore(store)))
+            last_store = store;
+        if (last_store) replacePiece(read->output(), last_store->input(2), id_of);
+      }
+      for (Node* store : stores) store->replaceInput(2, freshTensor());
     }
   }
 

@@ -5,7 +5,10 @@
 // The graph is module.forward with every call inlined and every loop whose trip
 // count is a constant unrolled: a scripted `for _ in range(3): x = block(x)`
 // becomes three copies of the block's nodes, so the planner sees (and may cut
-// between) each iteration's activations. Attribute reads inside branches move
+// between) each iteration's activations. Lookups in a dict attribute that the
+// graph never changes fold to their values, and a branch on a folded condition
+// to the block it takes (torchvision's IntermediateLayerGetter: `if name in
+// self.return_layers`). Attribute reads inside branches move
 // before their branch; a branch holding two or more nodes becomes one branch
 // per node on the same condition (scripted early returns leave the rest of a
 // function in one branch); a list edited only by top-level appends and pops
@@ -24,8 +27,8 @@
 namespace acprof {
 
 // A copy of module.forward's graph, inlined, with constant-trip loops unrolled,
-// branches split per node and lists edited only by top-level append/pop made
-// functional.
+// lookups of unchanged dict attributes folded, branches split per node and
+// lists edited only by top-level append/pop made functional.
 std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module& module);
 
 // The graph's top-level nodes in order (sub-blocks of If/Loop stay inside their node).
