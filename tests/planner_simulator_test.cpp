@@ -542,6 +542,70 @@ TEST(PlannerSimulator, AReturnAddingToWaitingSumsHoldsThemWithTheReturnedGradien
   EXPECT_EQ(in_place.timeline.at(kNodeOneBackwardStep + 1).peak_bytes, 7050);
 }
 
+// f, b = split(in); c = cat(f, b); r = relu(c); o = addcmul(f, b, r). Node 3's
+// backward begins the gradient sums of f and b (sf, sb). Node 1's backward,
+// the concatenation's, hands each a slice of the gradient it received (gc),
+// and the original adds each slice to its waiting sum at once (nf, nb; LibTorch
+// 1.13 adds out of place) and lets gc go. Checkpointed as [1, 2], the slices
+// are captured as they are until the checkpoint returns: through node 1's
+// backward f, b and o (2010), sf and sb (2000), gr (the gradient the
+// checkpoint received, 2000), gc (2000) and the recomputed r (2000) are
+// alive, 10010 B, and no sum is made there; the return makes nf and nb. The
+// original's way would add 1000 B at nf and again at nb.
+Profile concatenatedOutsideTensorsProfile() {
+  ProfileBuilder b;
+  b.node("aten::split", {"in"}, {"f", "b"});
+  const int f = b.alloc(1000);  // event 0
+  const int g = b.alloc(1000);  // event 1
+  b.valueBytes("f", 1000);
+  b.valueBytes("b", 1000);
+  b.node("aten::cat", {"f", "b"}, {"c"});
+  const int c = b.alloc(2000);  // event 2
+  b.readBy(f, 1);
+  b.readBy(g, 1);
+  b.node("aten::relu", {"c"}, {"r"});
+  const int r = b.alloc(2000);  // event 3
+  b.readBy(c, 2);
+  b.node("aten::addcmul", {"f", "b", "r"}, {"o"});
+  b.setCategory(b.alloc(10), Category::Output);  // event 4
+  b.readBy(f, 3);
+  b.readBy(g, 3);
+  b.readBy(r, 3);
+  b.loss();
+  b.backward(3);
+  const int sf = b.alloc(1000);  // event 5
+  const int sb = b.alloc(1000);  // event 6
+  const int gr = b.alloc(2000);  // event 7
+  b.free(r);                     // event 8
+  b.backward(2);
+  const int gc = b.alloc(2000);  // event 9
+  b.free(gr);                    // event 10
+  b.free(c);                     // event 11
+  b.backward(1);
+  const int nf = b.alloc(1000);  // event 12
+  b.free(sf);                    // event 13
+  const int nb = b.alloc(1000);  // event 14
+  b.free(sb);                    // event 15
+  b.free(gc);                    // event 16
+  b.backward(0);
+  for (const int t : {nf, nb, f, g}) b.free(t);  // events 17-20
+  return b.finish();
+}
+
+TEST(PlannerSimulator, SlicesOfAGradientHandedToOutsideTensorsHoldItAndTheirSumsWaitForTheReturn) {
+  const Profile profile = concatenatedOutsideTensorsProfile();
+  const Simulator simulator(profile);
+  const std::vector<int64_t> live = simulator.liveBytesPerEvent({{1, 2}});
+  for (int e = 12; e <= 16; ++e) EXPECT_EQ(live.at(e), 10010) << "after event " << e;
+  // After the return: f, b, o, nf and nb; node 0's backward frees nf first.
+  EXPECT_EQ(live.at(17), 3010);
+  constexpr int kCatBackwardStep = 7;  // forward 0-3, loss 4, node 3's backward 5, node 2's 6
+  int64_t cat_step_peak = 0;
+  for (const TimelinePoint& point : simulator.simulate({{1, 2}}).timeline)
+    if (point.step == kCatBackwardStep && !point.recompute) cat_step_peak = point.peak_bytes;
+  EXPECT_EQ(cat_step_peak, 10010);
+}
+
 TEST(PlannerSimulator, SegmentProblemsNameTheReason) {
   ProfileBuilder b;
   b.addStatic(1000, Category::Weight);

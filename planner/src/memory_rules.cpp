@@ -75,9 +75,42 @@ bool anyBackwardAllocation(const ProfileIndex& index, int node, Visit visit) {
   return false;
 }
 
-// Whether a node's backward makes a tensor of at least `bytes` (not only views).
-bool backwardMakesAtLeast(const ProfileIndex& index, int node, int64_t bytes) {
-  return anyBackwardAllocation(index, node, [&](const TensorRecord& r) { return r.bytes >= bytes; });
+// Whether a use's backward hands on a view of the gradient it received (a
+// concatenation's slices) or that gradient itself, rather than a gradient of
+// its own for a tensor of `bytes`: it makes no tensor of that size that it
+// also frees within its own steps. A gradient of its own that the original
+// added to a running sum, out of place or in place, is made and freed there.
+bool handsOnView(const ProfileIndex& index, int node, int64_t bytes) {
+  const int last = index.last_backward_step[node];
+  return !anyBackwardAllocation(index, node, [&](const TensorRecord& r) {
+    return r.bytes == bytes && r.free_step >= 0 && r.free_step <= last;
+  });
+}
+
+// Whether a node outside the segment ran its backward before the segment's
+// backward began (so a gradient it handed on waits in a buffer).
+bool backwardedBefore(const ProfileIndex& index, const SegmentTiming& timing, int node) {
+  const int step = index.first_backward_step[node];
+  return (node < timing.range.first_node || node > timing.range.last_node) && step >= 0 &&
+         step < timing.first_backward_step;
+}
+
+// A use that hands on a view is captured as it is by the checkpoint, which
+// makes no sum until it returns; where the original made a new sum of
+// `bytes` at that use (a tensor of that size its backward made that outlives
+// it), one such sum begins at the return instead (memory_rules.h). Sizes
+// alike are interchangeable; each use takes one not yet taken.
+void sumMadeAtReturn(const ProfileIndex& index, int node, int64_t bytes, SegmentTiming& timing) {
+  const int last = index.last_backward_step[node];
+  std::vector<int>& moved = timing.sums_made_at_return;
+  for (const int* t = index.backward_allocations_by_node.begin(node); t != index.backward_allocations_by_node.end(node);
+       ++t) {
+    const TensorRecord& r = index.profile.tensors[*t];
+    if (r.bytes != bytes || (r.free_step >= 0 && r.free_step <= last)) continue;
+    if (std::find(moved.begin(), moved.end(), *t) != moved.end()) continue;
+    moved.push_back(*t);
+    return;
+  }
 }
 
 // The weight storage a value that needs grad lives on: the one static weight
@@ -156,14 +189,27 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
       if (index.first_backward_step[*n] >= 0) use_steps.push_back(index.last_backward_step[*n]);
     if (use_steps.empty()) continue;
     std::sort(use_steps.begin(), use_steps.end());
-    heldWeightGradients(index, timing, index.profile.steps[use_steps[0]].node, value, held);
+    const int first = index.profile.steps[use_steps[0]].node;
+    heldWeightGradients(index, timing, first, value, held);
+    // A first use that hands on a view while a sum waits for the value: the
+    // original added the view to that sum at once and let the gradient go;
+    // the checkpoint keeps the view, and so the whole gradient, until it returns.
+    bool sum_waiting = false;
+    for (const int* n = index.readers_of_value.begin(v); n != readers_end; ++n)
+      sum_waiting = sum_waiting || backwardedBefore(index, timing, *n);
+    if (sum_waiting && weightReadAs(index, first, value) < 0 && handsOnView(index, first, value.bytes)) {
+      timing.view_holding_nodes.push_back(first);
+      if (!summedInPlace(index, first, value.bytes)) sumMadeAtReturn(index, first, value.bytes, timing);
+    }
     for (size_t u = 1; u < use_steps.size(); ++u) {
       const int node = index.profile.steps[use_steps[u]].node;
-      // A backward that makes no tensor of the value's size hands on a view
-      // of the gradient it received (a cat's slice): that whole gradient is
-      // then what the checkpoint holds (tensorIntervals), not a copy.
-      if (!backwardMakesAtLeast(index, node, value.bytes)) {
+      // A later use that hands on a view of the gradient it received (a
+      // cat's slice): that whole gradient is then what the checkpoint holds
+      // (tensorIntervals), not a copy, and the sum the original made there
+      // is made at the return.
+      if (handsOnView(index, node, value.bytes)) {
         timing.view_holding_nodes.push_back(node);
+        if (!summedInPlace(index, node, value.bytes)) sumMadeAtReturn(index, node, value.bytes, timing);
         continue;
       }
       holdGradientToReturn(index, timing, value.bytes, use_steps[u], held);
@@ -201,11 +247,7 @@ void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, S
   }
   std::sort(uses.begin(), uses.end(),
             [](const Use& a, const Use& b) { return a.buffer != b.buffer ? a.buffer < b.buffer : a.step < b.step; });
-  const auto outside_and_earlier = [&](int node) {
-    const int step = index.first_backward_step[node];
-    return (node < timing.range.first_node || node > timing.range.last_node) && step >= 0 &&
-           step < timing.first_backward_step;
-  };
+  const auto outside_and_earlier = [&](int node) { return backwardedBefore(index, timing, node); };
   int64_t waiting_sums = 0, largest_sum = 0;
   for (size_t first = 0, end = 0; first < uses.size(); first = end) {
     end = first;
@@ -386,6 +428,17 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
         std::find(consumer->view_holding_nodes.begin(), consumer->view_holding_nodes.end(), consumer_node) !=
             consumer->view_holding_nodes.end())
       life.end_leaf = std::max(life.end_leaf, blockLeaf(consumer->end_event));
+  }
+  // A sum the original made at a use that hands on a view begins at its checkpoint's return.
+  const int maker_node = t.producer_node < 0 && t.alloc_step >= 0 && t.alloc_step < index.step_count
+                             ? index.profile.steps[t.alloc_step].node
+                             : -1;
+  if (maker_node >= 0 && maker_node < index.node_count) {
+    const SegmentTiming* maker = decision.segmentContaining(maker_node);
+    if (maker && maker->has_backward &&
+        std::find(maker->sums_made_at_return.begin(), maker->sums_made_at_return.end(), tensor) !=
+            maker->sums_made_at_return.end())
+      life.begin_leaf = std::min(std::max(life.begin_leaf, blockLeaf(maker->end_event)), life.end_leaf);
   }
   if (t.alloc_event >= 0) {
     for (const int* it = t.users.data(); it != t.users.data() + t.users.size(); ++it) {

@@ -40,9 +40,13 @@
 // checkpoint's backward holds one gradient per use until End, where the
 // original added each to the tensor's running sum as it was made. The first
 // use's gradient (in backward order) is the sum's own buffer in both; each
-// later one is held from the end of its node's backward to End. A later use
-// whose backward makes nothing of the tensor's size hands on a view of the
-// gradient it received (a cat's slice), and that gradient is held instead.
+// later one is held from the end of its node's backward to End. A use whose
+// backward makes no tensor of the tensor's size that it also frees in its own
+// step hands on a view of the gradient it received (a cat's slice), which the
+// checkpoint keeps as it is: that whole gradient is held instead, for a later
+// use and for a first use while a sum begun outside waits for the tensor, and
+// the new sum the original made there (out of place) begins at End, where the
+// checkpoint's return makes it.
 // A trace reads a weight through one value per use, so the same holds across
 // values on one weight storage: a use whose gradient the original added to a
 // sum begun by a use backwarded earlier is held to End, unless the original
@@ -110,6 +114,10 @@ struct SegmentTiming {
   // Nodes among those later uses whose backward hands on a view of the
   // gradient they received: that gradient is held instead (tensorIntervals).
   std::vector<int> view_holding_nodes;
+  // Sums the original made at those uses (and at a first use that hands on a
+  // view while a sum waits): the checkpoint makes them when it returns, so
+  // each begins there (tensorIntervals).
+  std::vector<int> sums_made_at_return;
 };
 
 SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range);

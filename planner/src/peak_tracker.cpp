@@ -222,6 +222,7 @@ void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vect
       touch(index_.tensors_produced_by_node.begin(n), index_.tensors_produced_by_node.end(n));
       touch(index_.tensors_used_by_node.begin(n), index_.tensors_used_by_node.end(n));
       touch(index_.gradients_received_by_node.begin(n), index_.gradients_received_by_node.end(n));
+      touch(index_.backward_allocations_by_node.begin(n), index_.backward_allocations_by_node.end(n));
     }
   };
   for (const NodeRange& r : removed) touchNodes(r);

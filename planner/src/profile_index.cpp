@@ -63,6 +63,17 @@ ProfileIndex::ProfileIndex(const Profile& p)
   }
   gradients_received_by_node = FlatLists::fromLists(received);
 
+  std::vector<std::vector<int>> made_in_backward(node_count);
+  for (const TensorRecord& t : p.tensors) {
+    if (t.producer_node >= 0 || t.alloc_step < 0 || t.alloc_step >= step_count) continue;
+    const Step& step = p.steps[t.alloc_step];
+    if (step.phase == Phase::Backward && step.node >= 0 && step.node < node_count) made_in_backward[step.node].push_back(t.id);
+  }
+  for (std::vector<int>& list : made_in_backward)
+    std::stable_sort(list.begin(), list.end(),
+                     [&](int a, int b) { return p.tensors[a].alloc_event < p.tensors[b].alloc_event; });
+  backward_allocations_by_node = FlatLists::fromLists(made_in_backward);
+
   std::vector<std::vector<int>> readers(p.values.size());
   for (const ForwardNode& n : p.nodes)
     for (int v : n.reads)

@@ -42,6 +42,9 @@ class ProfileIndex {
   // backward ran and freed by one of its backward steps - the gradients it
   // received, the loss's gradient included.
   FlatLists gradients_received_by_node;
+  // Per node: tensors its backward steps made (not views or forward outputs),
+  // by alloc event.
+  FlatLists backward_allocations_by_node;
   // Per value: the nodes that read it (ForwardNode::reads), in node order, once per read.
   FlatLists readers_of_value;
 
