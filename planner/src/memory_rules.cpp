@@ -87,12 +87,16 @@ bool handsOnView(const ProfileIndex& index, int node, int64_t bytes) {
   });
 }
 
-// Whether a node outside the segment ran its backward before the segment's
-// backward began (so a gradient it handed on waits in a buffer).
-bool backwardedBefore(const ProfileIndex& index, const SegmentTiming& timing, int node) {
-  const int step = index.first_backward_step[node];
-  return (node < timing.range.first_node || node > timing.range.last_node) && step >= 0 &&
-         step < timing.first_backward_step;
+// Whether one of a tensor's readers outside the segment ran its backward
+// before the segment's backward began: a gradient it handed on waits in the
+// tensor's buffer, a running sum.
+bool sumWaits(const ProfileIndex& index, const SegmentTiming& timing, const int* readers_begin,
+              const int* readers_end) {
+  return std::any_of(readers_begin, readers_end, [&](int node) {
+    const int step = index.first_backward_step[node];
+    return (node < timing.range.first_node || node > timing.range.last_node) && step >= 0 &&
+           step < timing.first_backward_step;
+  });
 }
 
 // A use that hands on a view is captured as it is by the checkpoint, which
@@ -194,9 +198,7 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
     // A first use that hands on a view while a sum waits for the value: the
     // original added the view to that sum at once and let the gradient go;
     // the checkpoint keeps the view, and so the whole gradient, until it returns.
-    bool sum_waiting = false;
-    for (const int* n = index.readers_of_value.begin(v); n != readers_end; ++n)
-      sum_waiting = sum_waiting || backwardedBefore(index, timing, *n);
+    const bool sum_waiting = sumWaits(index, timing, index.readers_of_value.begin(v), readers_end);
     if (sum_waiting && weightReadAs(index, first, value) < 0 && handsOnView(index, first, value.bytes)) {
       timing.view_holding_nodes.push_back(first);
       if (!summedInPlace(index, first, value.bytes)) sumMadeAtReturn(index, first, value.bytes, timing);
@@ -247,7 +249,6 @@ void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, S
   }
   std::sort(uses.begin(), uses.end(),
             [](const Use& a, const Use& b) { return a.buffer != b.buffer ? a.buffer < b.buffer : a.step < b.step; });
-  const auto outside_and_earlier = [&](int node) { return backwardedBefore(index, timing, node); };
   int64_t waiting_sums = 0, largest_sum = 0;
   for (size_t first = 0, end = 0; first < uses.size(); first = end) {
     end = first;
@@ -256,11 +257,11 @@ void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, S
     const int64_t bytes = uses[first].bytes;
     bool sum_waiting = false;
     if (buffer >= 0) {
-      for (int user : p.tensors[buffer].users) sum_waiting = sum_waiting || outside_and_earlier(user);
+      const std::vector<int>& users = p.tensors[buffer].users;
+      sum_waiting = sumWaits(index, timing, users.data(), users.data() + users.size());
     } else {
-      const int v = -1 - buffer;
-      for (const int* n = index.readers_of_value.begin(v); n != index.readers_of_value.end(v); ++n)
-        sum_waiting = sum_waiting || outside_and_earlier(*n);
+      sum_waiting = sumWaits(index, timing, index.readers_of_value.begin(-1 - buffer),
+                             index.readers_of_value.end(-1 - buffer));
     }
     bool new_sums = false;
     for (size_t u = sum_waiting ? first : first + 1; u < end; ++u)
