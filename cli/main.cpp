@@ -3,10 +3,12 @@
 // starts it for profile and rewrite, so that plan and view do not pay for loading
 // LibTorch (0.7 s on the 2-core reference machine).
 #include "acprof/model_file.h"
+#include "acprof/run_modes.h"
 #include "commands.h"
 #include "run_app.h"
 
 int main(int argc, char** argv) {
+  acprof::keepFreedHostMemory();  // before any tensor: the op times must not depend on page faults
   CLI::App app{acprof::cli::kToolDescription};
   app.require_subcommand(1);
   acprof::cli::addProfileCommand(app);

@@ -2,12 +2,17 @@
 // from the architecture, or from the allocator's own counters.
 #include "acprof/recorder.h"
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 
 #include <gtest/gtest.h>
 
+#include "acprof/run_modes.h"
 #include "recorder_test_support.h"
 #include "test_support.h"
 
@@ -157,6 +162,26 @@ INSTANTIATE_TEST_SUITE_P(Models, EveryReferenceModel,
                            std::string name = info.param.substr(0, info.param.size() - 3);
                            return name;
                          });
+
+// acprof-torch's host allocator: a 64 MiB tensor's memory comes from the heap
+// (glibc would mmap it fresh, page faults in the op that first writes it) and
+// stays there when freed (glibc would unmap it, or trim the heap's top), so the
+// next step's tensors reuse it without faults.
+TEST(RunModes, KeptHostMemoryIsNeitherMappedPerAllocationNorGivenBack) {
+  keepFreedHostMemory();
+  constexpr size_t kBytes = size_t{64} << 20;
+  const struct mallinfo2 before = mallinfo2();
+  void* block = std::malloc(kBytes);
+  ASSERT_NE(block, nullptr);
+  std::memset(block, 1, kBytes);
+  const struct mallinfo2 held = mallinfo2();
+  EXPECT_EQ(held.hblkhd, before.hblkhd) << "the block was mmap'd";
+  EXPECT_GE(held.arena, before.arena + kBytes) << "the block is not in the heap";
+  std::free(block);
+  const struct mallinfo2 freed = mallinfo2();
+  EXPECT_EQ(freed.arena, held.arena) << "freed memory went back to the system";
+  EXPECT_GE(freed.fordblks, held.fordblks + kBytes) << "the block is not free for reuse";
+}
 
 }  // namespace
 }  // namespace acprof

@@ -1,5 +1,7 @@
 #include "acprof/run_modes.h"
 
+#include <malloc.h>
+
 #include <torch/csrc/jit/passes/autocast.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <fmt/format.h>
@@ -23,5 +25,13 @@ ExecutorModeGuard::ExecutorModeGuard(bool optimize) : previous_(torch::jit::getG
   torch::jit::setGraphExecutorOptimize(optimize);
 }
 ExecutorModeGuard::~ExecutorModeGuard() { torch::jit::setGraphExecutorOptimize(previous_); }
+
+void keepFreedHostMemory() {
+#if defined(__GLIBC__)
+  // mallopt's documented values: no mmap'd chunks at all, and -1 turns trimming off.
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);
+#endif
+}
 
 }  // namespace acprof
