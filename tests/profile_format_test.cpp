@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstring>
 
@@ -477,7 +478,8 @@ TEST(ProfileFormat, AtomicWriteLeavesNoFileWhenDirectoryIsMissing) {
 
 // A pipe given as the output is written through, not replaced by a regular file.
 TEST(ProfileFormat, WritesThroughAPipeInsteadOfReplacingIt) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "acprof_format_fifo";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                        ("acprof_format_fifo_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string fifo = (dir / "out.json").string();
@@ -497,7 +499,8 @@ TEST(ProfileFormat, WritesThroughAPipeInsteadOfReplacingIt) {
 // A device that fails every write (a node of /dev/full's kind, made in a
 // temporary directory) is an error, not "wrote", and stays a device.
 TEST(ProfileFormat, AFailedWriteThroughIsAnErrorAndTheDeviceStays) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "acprof_format_full";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                        ("acprof_format_full_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string full = (dir / "full").string();

@@ -11,11 +11,13 @@
 #include "acprof/cut_rules.h"
 #include "acprof/recorder.h"
 #include "acprof/rewriter.h"
+#include "test_support.h"
 
 namespace acprof {
 namespace {
 
 namespace fs = std::filesystem;
+using acprof::testing::makeScratchDir;
 
 SegmentCut cutOf(const Profile& profile, const CutRules& rules, int first, int last) {
   SegmentCut cut;
@@ -43,9 +45,7 @@ class CutProperty : public ::testing::TestWithParam<std::string> {};
 TEST_P(CutProperty, LegalRangesVerifyBitwiseAndIllegalOnesNameTheirRule) {
   const fs::path model = fs::path(ACPROF_TEST_MODELS_DIR) / GetParam();
   ASSERT_TRUE(fs::exists(model)) << model;
-  const fs::path directory = fs::temp_directory_path() / ("acprof_property_" + model.stem().string());
-  fs::remove_all(directory);
-  fs::create_directories(directory);
+  const fs::path directory = makeScratchDir("property_" + model.stem().string());
 
   const Profile profile = quickProfile(model);
   const CutRules rules = cutRulesOf(profile);

@@ -29,6 +29,7 @@ namespace fs = std::filesystem;
 
 using acprof::testing::CommandResult;
 using acprof::testing::lineCount;
+using acprof::testing::makeScratchDir;
 using acprof::testing::runAcprof;
 using acprof::testing::runCommand;
 
@@ -83,9 +84,7 @@ std::string caseName(const ::testing::TestParamInfo<Case>& info) {
 class RewriteEndToEnd : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    directory_ = fs::temp_directory_path() / ("acprof_e2e_" + caseName({GetParam(), 0}));
-    fs::remove_all(directory_);
-    fs::create_directories(directory_);
+    directory_ = makeScratchDir("e2e_" + caseName({GetParam(), 0}));
     const fs::path model = fs::path(ACPROF_TEST_MODELS_DIR) / GetParam().model;
     ASSERT_TRUE(fs::exists(model)) << model << " missing: run the export_test_models fixture";
     fs::copy_file(model, directory_ / "model.pt");
@@ -213,9 +212,7 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
 // the write's gradient. The rewrite refuses in one line that names the rule,
 // the node and the fix, with verification off too, and writes nothing.
 TEST(RewriteRefusals, InPlaceWriteThroughAViewOfAnOutsideTensor) {
-  const fs::path directory = fs::temp_directory_path() / "acprof_refuse_inplace_view";
-  fs::remove_all(directory);
-  fs::create_directories(directory);
+  const fs::path directory = makeScratchDir("refuse_inplace_view");
   fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / "inplace_view_traced.pt", directory / "model.pt");
   ASSERT_EQ(runIn(directory, kProfileModel).exit_code, 0);
   const Profile profile = readProfileFile((directory / "profile.json").string());
@@ -250,9 +247,7 @@ std::set<std::string> filesIn(const fs::path& directory) {
 // A directory holding a test model, its profile and a plan at 100 % (no
 // segments: the tests edit it), made with the acprof binary.
 fs::path profiledAndPlanned(const std::string& name, const std::string& model) {
-  const fs::path directory = fs::temp_directory_path() / name;
-  fs::remove_all(directory);
-  fs::create_directories(directory);
+  const fs::path directory = makeScratchDir(name);
   fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / model, directory / "model.pt");
   EXPECT_EQ(runIn(directory, kProfileModel).exit_code, 0);
   EXPECT_EQ(runIn(directory, "plan --budget 100%").exit_code, 0);
@@ -375,9 +370,7 @@ TEST(RewriteBudget, AMeasuredPeakOverTheBudgetIsExitFiveWithTheFilesKept) {
 // --tolerance takes a finite number, 0 or more: anything else is one line and
 // exit 2 (usage), before any file is read.
 TEST(RewriteTolerance, ABadValueIsOneLineAndAUsageError) {
-  const fs::path directory = fs::temp_directory_path() / "acprof_bad_tolerance";
-  fs::remove_all(directory);
-  fs::create_directories(directory);
+  const fs::path directory = makeScratchDir("bad_tolerance");
   for (const std::string value : {"-1", "=-0.5", "abc", "1e-3x", "nan", "inf", "''"}) {
     const std::string option = value[0] == '=' ? "--tolerance" + value : "--tolerance " + value;
     const CommandResult result = runIn(directory, "rewrite " + option);
@@ -396,9 +389,7 @@ TEST(RewriteTolerance, ABadValueIsOneLineAndAUsageError) {
 // fact bit for bit here, so the difference is 0), and the printed line and
 // report.html say that a tolerance, not bit-for-bit equality, was checked.
 TEST(RewriteTolerance, PassesOnAnExportedModelAndTheReportSaysWhichMode) {
-  const fs::path directory = fs::temp_directory_path() / "acprof_tolerance_rewrite";
-  fs::remove_all(directory);
-  fs::create_directories(directory);
+  const fs::path directory = makeScratchDir("tolerance_rewrite");
   fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / "mlp_deep_traced.pt", directory / "model.pt");
   ASSERT_EQ(runIn(directory, kProfileModel).exit_code, 0);
   ASSERT_EQ(runIn(directory, "plan --budget 70%").exit_code, 0);
@@ -422,9 +413,7 @@ TEST(RewriteTolerance, PassesOnAnExportedModelAndTheReportSaysWhichMode) {
 // Ctrl-C while the rewrite verifies: the temporary model beside the output is
 // removed and no output appears. The temporary file's name carries the pid.
 TEST(RewriteRefusals, AnInterruptedRewriteLeavesNoFile) {
-  const fs::path directory = fs::temp_directory_path() / "acprof_interrupted_rewrite";
-  fs::remove_all(directory);
-  fs::create_directories(directory);
+  const fs::path directory = makeScratchDir("interrupted_rewrite");
   fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / "gpt_long_traced.pt", directory / "model.pt");
   ASSERT_EQ(runIn(directory, kProfileModel).exit_code, 0);
   ASSERT_EQ(runIn(directory, "plan --budget 70%").exit_code, 0);
@@ -468,10 +457,7 @@ void PrintTo(const InfeasibleCase& c, std::ostream* out) { *out << c.model << " 
 class InfeasibleBudgets : public ::testing::TestWithParam<InfeasibleCase> {};
 
 TEST_P(InfeasibleBudgets, SayWhatTheFloorIsAndWriteNothing) {
-  const fs::path directory = fs::temp_directory_path() /
-                             ("acprof_floor_" + fs::path(GetParam().model).stem().string());
-  fs::remove_all(directory);
-  fs::create_directories(directory);
+  const fs::path directory = makeScratchDir("floor_" + fs::path(GetParam().model).stem().string());
   fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / GetParam().model, directory / "model.pt");
   ASSERT_EQ(runIn(directory, kProfileModel).exit_code, 0);
   const Profile profile = readProfileFile((directory / "profile.json").string());

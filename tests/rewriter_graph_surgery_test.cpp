@@ -18,19 +18,19 @@
 #include "acprof/forward_graph.h"
 #include "acprof/recorder.h"
 #include "acprof/rewriter.h"
+#include "test_support.h"
 
 namespace acprof {
 namespace {
 
 namespace fs = std::filesystem;
+using acprof::testing::makeScratchDir;
 
 class GraphSurgery : public ::testing::Test {
  protected:
   void SetUp() override {
-    directory_ = fs::temp_directory_path() /
-                 ("acprof_surgery_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(directory_);
-    fs::create_directories(directory_);
+    directory_ = makeScratchDir("surgery_" +
+                                std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   }
   void TearDown() override { fs::remove_all(directory_); }
   std::string path(const std::string& name) const { return (directory_ / name).string(); }
