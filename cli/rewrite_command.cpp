@@ -14,6 +14,7 @@
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
 #include "acprof/rewriter.h"
+#include "acprof/run_modes.h"
 #include "acprof/viz.h"
 #include "commands.h"
 #include "output_paths.h"
@@ -155,6 +156,16 @@ void runRewrite(const RewriteArgs& args) {
 
   // The profile's training step, for the verification and the timing: read once.
   const std::optional<StepConfig> step = before ? std::optional(stepConfigOf(before->meta.run)) : std::nullopt;
+  // Everything below runs under the profile's intra-op thread count, since CPU
+  // kernels size their workspaces by it.
+  if (before) {
+    const int threads = before->meta.run.intra_op_threads;
+    const int own = useIntraOpThreads(threads);
+    if (threads > 0 && threads != own)
+      std::cout << fmt::format("running with the profile's {} intra-op thread(s), not this process's {}: CPU "
+                               "workspaces grow with the count; train with OMP_NUM_THREADS={}\n",
+                               threads, own, threads);
+  }
   options.step = step;
   const RewriteResult result = rewriteModelFile(plan, options);
   std::cout << fmt::format("rewrote {} segment(s) of {} into {}\n", result.segment_count, result.model_path,

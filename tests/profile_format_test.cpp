@@ -118,6 +118,7 @@ Profile profileWithEveryFieldSet() {
   m.run.warmup_iters = 2;
   m.run.measured_iters = 7;
   m.run.seed = 7;
+  m.run.intra_op_threads = 3;
   m.allocator_bytes_at_start = 512;
   m.other_executor_mode_peak_bytes = 777;
   m.checkpoint_rng_state_bytes = 16;
@@ -183,6 +184,7 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
   EXPECT_SET(meta.run.warmup_iters, plain.meta.run.warmup_iters);
   EXPECT_SET(meta.run.measured_iters, plain.meta.run.measured_iters);
   EXPECT_SET(meta.run.seed, plain.meta.run.seed);
+  EXPECT_SET(meta.run.intra_op_threads, plain.meta.run.intra_op_threads);
   EXPECT_SET(meta.allocator_bytes_at_start, plain.meta.allocator_bytes_at_start);
   EXPECT_SET(meta.other_executor_mode_peak_bytes, plain.meta.other_executor_mode_peak_bytes);
   EXPECT_SET(meta.checkpoint_rng_state_bytes, plain.meta.checkpoint_rng_state_bytes);

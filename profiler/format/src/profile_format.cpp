@@ -68,7 +68,8 @@ json metaToJson(const ProfileMeta& m) {
               {"other_executor_mode_peak_bytes", m.other_executor_mode_peak_bytes},
               {"checkpoint_rng_state_bytes", m.checkpoint_rng_state_bytes},
               {"forward_without_grad_ratio", m.forward_without_grad_ratio},
-              {"seed", m.run.seed}};
+              {"seed", m.run.seed},
+              {"intra_op_threads", m.run.intra_op_threads}};
 }
 
 ProfileMeta metaFromJson(const json& j, const std::string& where) {
@@ -93,6 +94,8 @@ ProfileMeta metaFromJson(const json& j, const std::string& where) {
   m.forward_without_grad_ratio = field<double>(j, "forward_without_grad_ratio", where);
   // Profiles written before the seed was recorded ran with seed 0.
   m.run.seed = json_fields::optionalField<uint64_t>(j, "seed", {where, kProfileFix}).value_or(0);
+  // Profiles written before the thread count was recorded say nothing of it (0).
+  m.run.intra_op_threads = json_fields::optionalField<int>(j, "intra_op_threads", {where, kProfileFix}).value_or(0);
   return m;
 }
 

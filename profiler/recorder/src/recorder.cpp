@@ -7,6 +7,7 @@
 #include <set>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/version.h>
 #include <fmt/format.h>
@@ -267,6 +268,7 @@ Profile recordProfile(const RecordOptions& options) {
   if (options.run.device.rfind("cuda", 0) == 0 && !at::hasCUDA())
     throw RecordError("--device cuda, but this LibTorch has no CUDA device available; use --device cpu");
 
+  useIntraOpThreads(options.run.intra_op_threads);
   progress("loading " + options.model_path);
   torch::jit::Module module = loadModel(options.model_path, options.run.device);
   const std::shared_ptr<torch::jit::Graph> graph = inlinedForwardGraph(module);
@@ -288,6 +290,7 @@ Profile recordProfile(const RecordOptions& options) {
   for (const InputSpec& s : run.input_specs) profile.meta.run.input_specs.push_back(s.text);
   profile.meta.run.target_spec = run.target_spec ? run.target_spec->text : "";
   profile.meta.run.autocast = run.autocast;
+  profile.meta.run.intra_op_threads = at::get_num_threads();
 
   Optimizer optimizer(options.run.optimizer, module);
   InstrumentedForward forward(graph);

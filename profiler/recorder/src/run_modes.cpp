@@ -2,6 +2,8 @@
 
 #include <malloc.h>
 
+#include <ATen/Parallel.h>
+
 #include <torch/csrc/jit/passes/autocast.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <fmt/format.h>
@@ -25,6 +27,13 @@ ExecutorModeGuard::ExecutorModeGuard(bool optimize) : previous_(torch::jit::getG
   torch::jit::setGraphExecutorOptimize(optimize);
 }
 ExecutorModeGuard::~ExecutorModeGuard() { torch::jit::setGraphExecutorOptimize(previous_); }
+
+int useIntraOpThreads(int threads) {
+  const int previous = at::get_num_threads();
+  if (threads < 0) throw RecordError(fmt::format("intra-op thread count {} is negative; use 1 or more", threads));
+  if (threads > 0 && threads != previous) at::set_num_threads(threads);
+  return previous;
+}
 
 void keepFreedHostMemory() {
 #if defined(__GLIBC__)

@@ -57,4 +57,8 @@ class ExecutorModeGuard {
 // Byte accounting is unaffected: acprof counts what LibTorch asks for.
 void keepFreedHostMemory();
 
+// Sets LibTorch's intra-op thread count for the process; 0 keeps its own.
+// Returns the count it had before.
+int useIntraOpThreads(int threads);
+
 }  // namespace acprof
