@@ -52,9 +52,10 @@ class ExecutorModeGuard {
 // includes page faults that depend on what was freed before it: on the
 // reference machine resnet18_small's step measured 60-77 ms in three runs
 // (54-55 ms with memory kept), and the extra time its rewrite measured moved
-// from -19 % to +33 % of the step between runs while its recompute cost 4 %. acprof-torch calls this first, so that
-// the profile's op times and the rewrite's timed steps both measure compute.
-// Byte accounting is unaffected: acprof counts what LibTorch asks for.
+// from -19 % to +33 % of the step between runs while its recompute cost 4 %.
+// acprof-torch calls this first, so that the profile's op times and the
+// rewrite's timed steps both measure compute. Byte accounting is unaffected:
+// acprof counts what LibTorch asks for.
 void keepFreedHostMemory();
 
 // Sets LibTorch's intra-op thread count for the process; 0 keeps its own.
