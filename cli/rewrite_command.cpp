@@ -156,15 +156,14 @@ void runRewrite(const RewriteArgs& args) {
 
   // The profile's training step, for the verification and the timing: read once.
   const std::optional<StepConfig> step = before ? std::optional(stepConfigOf(before->meta.run)) : std::nullopt;
-  // Everything below runs under the profile's intra-op thread count, since CPU
-  // kernels size their workspaces by it.
+  // The library verifies, re-profiles and times at the profile's intra-op
+  // thread count; a user training at another count should know.
   if (before) {
     const int threads = before->meta.run.intra_op_threads;
-    const int own = useIntraOpThreads(threads);
-    if (threads > 0 && threads != own)
+    if (threads > 0 && threads != intraOpThreads())
       std::cout << fmt::format("running with the profile's {} intra-op thread(s), not this process's {}: CPU "
                                "workspaces grow with the count; train with OMP_NUM_THREADS={}\n",
-                               threads, own, threads);
+                               threads, intraOpThreads(), threads);
   }
   options.step = step;
   const RewriteResult result = rewriteModelFile(plan, options);

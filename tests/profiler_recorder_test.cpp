@@ -183,5 +183,24 @@ TEST(RunModes, KeptHostMemoryIsNeitherMappedPerAllocationNorGivenBack) {
   EXPECT_GE(freed.fordblks, held.fordblks + kBytes) << "the block is not free for reuse";
 }
 
+// A recording runs at its config's intra-op thread count (CPU workspaces are
+// sized by it) and gives the caller's count back: a library caller that
+// profiles at one thread and then trains at its own must not be left at one.
+TEST(RunModes, TheRecorderRunsAtItsThreadCountAndRestoresTheCallers) {
+  const int callers = intraOpThreads();
+  const int requested = callers == 1 ? 2 : 1;
+  RecordOptions options;
+  options.model_path = testModel("mlp_traced.pt");
+  options.run.measured_iters = 1;
+  options.run.intra_op_threads = requested;
+  options.measure_other_executor_mode = false;
+  const Profile p = recordProfile(options);
+  EXPECT_EQ(p.meta.run.intra_op_threads, requested);
+  EXPECT_EQ(intraOpThreads(), callers);
+  options.run.intra_op_threads = -1;
+  EXPECT_THROW(recordProfile(options), RecordError);
+  EXPECT_EQ(intraOpThreads(), callers);
+}
+
 }  // namespace
 }  // namespace acprof

@@ -59,6 +59,7 @@ StepTimes timeRewrite(const std::string& original_path, const std::string& rewri
   const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.run.device, config.run.seed);
   const at::Tensor target = config.target ? makeTensor(*config.target, config.run.device) : at::Tensor();
   const ExecutorModeGuard executor_mode(/*optimize=*/false);
+  const IntraOpThreadsGuard threads(config.run.intra_op_threads);
   torch::jit::Module original = loadModel(original_path, config.run.device);
   torch::jit::Module rewritten = loadModel(rewritten_path, config.run.device);
   Optimizer original_optimizer(config.run.optimizer, original), rewritten_optimizer(config.run.optimizer, rewritten);

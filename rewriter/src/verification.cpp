@@ -115,6 +115,7 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
   const at::Tensor target = config.target ? makeTensor(*config.target, config.run.device) : at::Tensor();
   // The plain interpreter on both: the comparison is about the models' computations.
   const ExecutorModeGuard executor_mode(/*optimize=*/false);
+  const IntraOpThreadsGuard threads(config.run.intra_op_threads);
 
   std::optional<DeterministicAlgorithmsGuard> deterministic;
   if (!tolerance) deterministic.emplace();

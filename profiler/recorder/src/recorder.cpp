@@ -268,7 +268,7 @@ Profile recordProfile(const RecordOptions& options) {
   if (options.run.device.rfind("cuda", 0) == 0 && !at::hasCUDA())
     throw RecordError("--device cuda, but this LibTorch has no CUDA device available; use --device cpu");
 
-  useIntraOpThreads(options.run.intra_op_threads);
+  const IntraOpThreadsGuard threads(options.run.intra_op_threads);
   progress("loading " + options.model_path);
   torch::jit::Module module = loadModel(options.model_path, options.run.device);
   const std::shared_ptr<torch::jit::Graph> graph = inlinedForwardGraph(module);

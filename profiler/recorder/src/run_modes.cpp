@@ -28,12 +28,15 @@ ExecutorModeGuard::ExecutorModeGuard(bool optimize) : previous_(torch::jit::getG
 }
 ExecutorModeGuard::~ExecutorModeGuard() { torch::jit::setGraphExecutorOptimize(previous_); }
 
-int useIntraOpThreads(int threads) {
-  const int previous = at::get_num_threads();
+IntraOpThreadsGuard::IntraOpThreadsGuard(int threads) : previous_(at::get_num_threads()) {
   if (threads < 0) throw RecordError(fmt::format("intra-op thread count {} is negative; use 1 or more", threads));
-  if (threads > 0 && threads != previous) at::set_num_threads(threads);
-  return previous;
+  if (threads > 0 && threads != previous_) at::set_num_threads(threads);
 }
+IntraOpThreadsGuard::~IntraOpThreadsGuard() {
+  if (at::get_num_threads() != previous_) at::set_num_threads(previous_);
+}
+
+int intraOpThreads() { return at::get_num_threads(); }
 
 void keepFreedHostMemory() {
 #if defined(__GLIBC__)

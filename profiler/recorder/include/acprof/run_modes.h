@@ -1,6 +1,6 @@
-// Modes a training step runs under, each held for a scope: autocast, and the
-// TorchScript executor's optimization; and, for the whole process, how the
-// host allocator treats freed memory.
+// Modes a training step runs under, each held for a scope: autocast, the
+// TorchScript executor's optimization and the intra-op thread count; and, for
+// the whole process, how the host allocator treats freed memory.
 #pragma once
 
 #include <string>
@@ -58,8 +58,24 @@ class ExecutorModeGuard {
 // acprof counts what LibTorch asks for.
 void keepFreedHostMemory();
 
-// Sets LibTorch's intra-op thread count for the process; 0 keeps its own.
-// Returns the count it had before.
-int useIntraOpThreads(int threads);
+// LibTorch's intra-op thread count for a scope (0 keeps the process's own),
+// restored at its end. CPU kernels size their workspaces by it (resnet18 at
+// batch 2, 64x64: its convolution backward holds 36 MiB more at two threads
+// than at one), so a profile's bytes hold only at the count it ran at: the
+// recorder, the verification and the timing each run at their config's count.
+// Throws RecordError for a negative count (a hand-edited profile).
+class IntraOpThreadsGuard {
+ public:
+  explicit IntraOpThreadsGuard(int threads);
+  ~IntraOpThreadsGuard();
+  IntraOpThreadsGuard(const IntraOpThreadsGuard&) = delete;
+  IntraOpThreadsGuard& operator=(const IntraOpThreadsGuard&) = delete;
+
+ private:
+  int previous_;
+};
+
+// The process's intra-op thread count now.
+int intraOpThreads();
 
 }  // namespace acprof
