@@ -11,6 +11,7 @@
 #include "acprof/viz.h"
 #include "commands.h"
 #include "output_paths.h"
+#include "profile_summary.h"
 
 namespace acprof::cli {
 namespace {
@@ -50,8 +51,11 @@ void runPlan(const PlanArgs& args) {
   if (args.sweep) writeFileAtomically(args.sweep_svg, renderFrontierSvg(profile, frontier, &plan));
   // The simulator replays tensors, so its peak is allocated bytes; a caching
   // allocator (CUDA) reserves more, which 'acprof rewrite' measures.
-  std::cout << planSummaryText(plan) << fmt::format("{:<16}{}\n", "peaks count", "allocated bytes (tensors), not "
-                                                    "the caching allocator's reserved bytes")
+  const std::string threads = threadsNote(profile.meta.run);
+  std::cout << planSummaryText(plan)
+            << fmt::format("{:<16}{}\n", "peaks count", "allocated bytes (tensors), not "
+                           "the caching allocator's reserved bytes")
+            << (threads.empty() ? "" : fmt::format("{:<16}{}\n", "threads", threads))
             << fmt::format("wrote {}\n", args.output);
   if (args.sweep) std::cout << fmt::format("wrote {}\n", args.sweep_svg);
 }

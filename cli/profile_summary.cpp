@@ -4,6 +4,13 @@
 
 namespace acprof::cli {
 
+std::string threadsNote(const RunConfig& run) {
+  if (run.intra_op_threads <= 0) return "";
+  return fmt::format("measured at {} intra-op thread(s): train at the same count (OMP_NUM_THREADS={}), as CPU "
+                     "workspaces grow with it",
+                     run.intra_op_threads, run.intra_op_threads);
+}
+
 std::string profileSummaryText(const Profile& p) {
   std::string out;
   const PeakSummary& s = p.summary;
@@ -27,6 +34,8 @@ std::string profileSummaryText(const Profile& p) {
   out += fmt::format("time: forward {:.2f} ms, loss {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms\n",
                      times[static_cast<int>(Phase::Forward)] / 1000, times[static_cast<int>(Phase::Loss)] / 1000,
                      times[static_cast<int>(Phase::Backward)] / 1000, times[static_cast<int>(Phase::Optimizer)] / 1000);
+  const std::string threads = threadsNote(p.meta.run);
+  if (!threads.empty()) out += "threads: " + threads + "\n";
   const int64_t other = p.meta.other_executor_mode_peak_bytes;
   if (other >= 0) {
     const char* other_mode = p.meta.run.executor_optimize ? "off" : "on";

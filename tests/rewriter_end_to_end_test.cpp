@@ -290,9 +290,10 @@ TEST(RewriteTiming, ShortOrNoisyStepsAreTimedInMorePairsThanAsked) {
 // CPU kernels size their workspaces by LibTorch's intra-op thread count
 // (resnet18 at batch 2, 64x64: its convolution backward peaks 36 MiB higher at
 // two threads than at one). Profiled at one thread, planned and rewritten by
-// processes started with two: the rewrite verifies, re-profiles and times at
-// the profile's count, so its measured peak is the predicted one, within the
-// budget; at two threads it would be over it.
+// processes started with two: profile and plan print the count to train at,
+// and the rewrite verifies, re-profiles and times at the profile's count, so
+// its measured peak is the predicted one, within the budget; at two threads it
+// would be over it.
 TEST(RewriteThreads, TheRewriteRunsAtTheProfilesThreadCount) {
   const fs::path directory = makeScratchDir("threads");
   fs::copy_file(fs::path(ACPROF_TEST_MODELS_DIR) / "resnet18_traced.pt", directory / "model.pt");
@@ -300,8 +301,11 @@ TEST(RewriteThreads, TheRewriteRunsAtTheProfilesThreadCount) {
   const CommandResult profiled = runCommand("OMP_NUM_THREADS=1 " + acprof + kProfileModel, directory.string());
   ASSERT_EQ(profiled.exit_code, 0) << outputOf(profiled);
   EXPECT_EQ(readProfileFile((directory / "profile.json").string()).meta.run.intra_op_threads, 1);
+  const std::string said = "measured at 1 intra-op thread(s): train at the same count (OMP_NUM_THREADS=1)";
+  EXPECT_NE(profiled.out.find(said), std::string::npos) << profiled.out;
   const CommandResult planned = runCommand("OMP_NUM_THREADS=2 " + acprof + "plan --budget 99%", directory.string());
   ASSERT_EQ(planned.exit_code, 0) << outputOf(planned);
+  EXPECT_NE(planned.out.find(said), std::string::npos) << "the plan holds at the profile's count\n" << planned.out;
   const Plan plan = readPlanFile((directory / "plan.json").string());
   ASSERT_FALSE(plan.segments.empty());
   const CommandResult rewritten =
