@@ -34,6 +34,8 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
         "gpt_autocast_traced.pt": ("gpt_autocast", "traced"),
         "inplace_view_traced.pt": ("inplace_view", "traced"),
         "lstm_cell_lm_traced.pt": ("lstm_cell_lm", "traced"),
+        "rnn_lm_scripted.pt": ("rnn_lm", "scripted"),
+        "rnn_lm_traced.pt": ("rnn_lm", "traced"),
         "encoder_masks_scripted.pt": ("encoder_masks", "scripted"),
     },
     # The README's default model.

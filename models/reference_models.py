@@ -22,6 +22,7 @@ import loop_lm
 import lstm_cell_lm
 import mlp
 import resnet
+import rnn_lm
 import specs
 import transformer_dict
 import tuple_out
@@ -89,6 +90,8 @@ GPT_AUTOCAST = ReferenceModel(
 INPLACE_VIEW = ReferenceModel(inplace_view.build, inplace_view.training_specs())
 # A hand-stepped LSTMCell: traced, in-place writes to gate chunks and to a tuple's element.
 LSTM_CELL_LM = ReferenceModel(lstm_cell_lm.build, lstm_cell_lm.training_specs())
+# nn.LSTM and nn.GRU as they are: scripted, each reads its weights as one list attribute.
+RNN_LM = ReferenceModel(rnn_lm.build, rnn_lm.training_specs())
 # A library module scripted as it is, forward's optional masks left to their defaults.
 ENCODER_MASKS = ReferenceModel(encoder_masks.build, encoder_masks.training_specs())
 
@@ -123,6 +126,7 @@ CATALOGUE: Dict[str, ReferenceModel] = {
     "gpt_autocast": GPT_AUTOCAST,
     "inplace_view": INPLACE_VIEW,
     "lstm_cell_lm": LSTM_CELL_LM,
+    "rnn_lm": RNN_LM,
     "encoder_masks": ENCODER_MASKS,
     "resnet18_demo": RESNET18_DEMO,
     "gpt_demo": GPT_DEMO,

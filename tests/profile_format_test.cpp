@@ -306,6 +306,18 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
 #undef EXPECT_SAME
 }
 
+// Every way a value enters a segment is written by name and read back, the
+// list of tensors a module holds ("elements") among them.
+TEST(ProfileFormat, EveryValueEntryRoundTrips) {
+  for (ValueEntry entry : {ValueEntry::Input, ValueEntry::Clone, ValueEntry::Constant, ValueEntry::Blocked,
+                           ValueEntry::Elements}) {
+    Profile p = handMadeProfile();
+    p.values[1].entry = entry;
+    EXPECT_EQ(profileFromJson(profileToJson(p), "entry.json").values[1].entry, entry) << valueEntryName(entry);
+  }
+  EXPECT_STREQ(valueEntryName(ValueEntry::Elements), "elements");
+}
+
 // Reserved bytes are optional (the CPU allocator reports none): a profile
 // without them writes no field, and files written before the field existed,
 // under the same schema version, still read, without it.

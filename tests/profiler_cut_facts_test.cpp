@@ -290,6 +290,41 @@ def forward(self, x):
   EXPECT_EQ(shape->entry, ValueEntry::Constant);
 }
 
+// A scripted nn.LSTM or nn.GRU reads its weights as one List[Tensor]
+// attribute (_flat_weights). The graph never assigns it, so its length is the
+// model's: it crosses a segment's boundary as its tensors, and the op can be
+// recomputed. An assigned list is not the model's to unpack.
+TEST(CutFacts, AListOfTensorsTheModuleHoldsEntersAsItsElementsUnlessAssigned) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.FlatWeights");
+  module.register_attribute("flat", c10::ListType::ofTensors(),
+                            c10::List<at::Tensor>({at::randn({8, 8}).requires_grad_(), at::randn({8}).requires_grad_()}));
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    return torch.addmm(self.flat[1], h, self.flat[0])
+)JIT");
+  const Described d = describe(module);
+  const GraphValue* flat = nullptr;
+  for (const GraphValue& v : d.facts.values)
+    if (v.name.rfind("flat", 0) == 0) flat = &v;
+  ASSERT_NE(flat, nullptr);
+  EXPECT_EQ(flat->entry, ValueEntry::Elements);
+  const CutRules rules(d.facts.nodes, d.facts.values, d.facts.graph_outputs);
+  const int addmm = d.node("aten::addmm").id;
+  EXPECT_EQ(rules.problem(d.node("aten::matmul").id, addmm), "");
+
+  torch::jit::Module assigned = moduleWithWeight("acprof_test.AssignedFlatWeights");
+  assigned.register_attribute("flat", c10::ListType::ofTensors(), c10::List<at::Tensor>({at::randn({8, 8})}));
+  assigned.define(R"JIT(
+def forward(self, x):
+    self.flat = [x]
+    return torch.matmul(self.flat[0], self.w)
+)JIT");
+  const Described a = describe(assigned);
+  for (const GraphValue& v : a.facts.values)
+    if (v.type == "List[Tensor]") EXPECT_NE(v.entry, ValueEntry::Elements) << v.name;
+}
+
 // AliasDb counts every element of a list as one wildcard memory: an in-place
 // op on one chunk of a tensor would "write" the chunks of every other tensor
 // too, and no segment around it could be cut (a traced LSTMCell's sigmoid_ on

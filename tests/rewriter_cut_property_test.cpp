@@ -137,7 +137,8 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, CutProperty,
                                            "gpt_scripted.pt", "bert_scripted.pt", "transformer_dict_scripted.pt",
                                            "vit_small_scripted.pt", "loop_lm_scripted.pt", "densenet_like_traced.pt",
                                            "densenet_like_scripted.pt", "tuple_out_scripted.pt",
-                                           "gpt_autocast_traced.pt", "inplace_view_traced.pt", "lstm_cell_lm_traced.pt"),
+                                           "gpt_autocast_traced.pt", "inplace_view_traced.pt", "lstm_cell_lm_traced.pt",
+                                           "rnn_lm_scripted.pt"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return fs::path(info.param).stem().string();
                          });

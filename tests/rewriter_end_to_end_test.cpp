@@ -204,7 +204,12 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
                                            // peak, and measured 0.5 % over the budget before the
                                            // planner counted it (memory_rules.h, the return leaf).
                                            Case{"lstm_cell_lm_traced.pt", "2.72MiB"},
-                                           Case{"lstm_cell_lm_traced.pt", "2.86MiB"}),
+                                           Case{"lstm_cell_lm_traced.pt", "2.86MiB"},
+                                           // Scripted nn.LSTM and nn.GRU read their weights as one
+                                           // list attribute each; before it crossed as its tensors,
+                                           // neither op could be in a segment. An op is recomputed
+                                           // whole, all time steps at once, which bounds the floor.
+                                           Case{"rnn_lm_scripted.pt", "", 0.1, 0.15}),
                          caseName);
 
 // A plan edited by hand so that a segment holds an in-place write through a

@@ -257,6 +257,17 @@ class SegmentCutter {
         constant->setType(outer->type());
         return constant;
       }
+      case ValueEntry::Elements: {
+        // The list's length is the module's: unpacked outside, one input per tensor, rebuilt inside.
+        const auto attribute = attributeRead(outer, context_.module);
+        if (!attribute) break;
+        const size_t count = attribute->value().toListRef().size();
+        Node* unpack = graph_.insertNode(graph_.create(prim::ListUnpack, {outer}, count));
+        std::vector<Value*> elements;
+        for (Value* element : unpack->outputs())
+          elements.push_back(addSubgraphInput(element->setType(c10::TensorType::get()), id));
+        return subgraph_->insertNode(subgraph_->createList(c10::TensorType::get(), elements))->output();
+      }
       case ValueEntry::Clone:
       case ValueEntry::Blocked:
         break;

@@ -23,7 +23,7 @@ constexpr const char* kCategoryNames[kCategoryCount] = {
     "weight", "gradient", "optimizer_state", "input", "activation", "temporary", "output"};
 constexpr const char* kPhaseNames[5] = {"setup", "forward", "loss", "backward", "optimizer"};
 constexpr const char* kCutRoleNames[3] = {"compute", "duplicable", "barrier"};
-constexpr const char* kValueEntryNames[4] = {"input", "clone", "constant", "blocked"};
+constexpr const char* kValueEntryNames[5] = {"input", "clone", "constant", "blocked", "elements"};
 
 constexpr const char* kProfileFix = "re-run 'acprof profile' to regenerate it";
 
@@ -365,7 +365,7 @@ CutRole cutRoleFromName(const std::string& name) {
 }
 
 ValueEntry valueEntryFromName(const std::string& name) {
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 5; ++i)
     if (name == kValueEntryNames[i]) return static_cast<ValueEntry>(i);
   throw FormatError(fmt::format("unknown value entry '{}'", printable(name)));
 }

@@ -419,15 +419,27 @@ class FactsBuilder {
   // holds a tensor or None). Numbers and flags enter with the value they have
   // when read: `training` is one, and model.eval() changes it from outside the
   // graph. Lists and strings that the graph never assigns (a window size, a
-  // padding mode) are constants of the model.
+  // padding mode) are constants of the model. A list of tensors that the graph
+  // never assigns (a scripted nn.LSTM's _flat_weights, its parameters) has a
+  // length fixed by the model: it crosses as its tensors.
   ValueEntry attributeEntry(const Value* value) const {
     const auto attribute = attributeRead(value, module_);
     if (!attribute) return isTensor(value) ? ValueEntry::Input : ValueEntry::Blocked;
     const c10::IValue held = attribute->value();
     if (held.isTensor() || isScalar(value)) return ValueEntry::Input;
     if (held.isNone()) return ValueEntry::Constant;
-    if (isIrConstant(held) && !assigned_attributes_.count(attribute->name)) return ValueEntry::Constant;
+    const bool assigned = assigned_attributes_.count(attribute->name) > 0;
+    if (isIrConstant(held) && !assigned) return ValueEntry::Constant;
+    if (isTensorList(value, held) && !assigned) return ValueEntry::Elements;
     return ValueEntry::Blocked;
+  }
+
+  static bool isTensorList(const Value* value, const c10::IValue& held) {
+    const auto list_type = value->type()->cast<c10::ListType>();
+    if (!list_type || list_type->getElementType()->kind() != c10::TypeKind::TensorType || !held.isList()) return false;
+    for (const c10::IValue& element : held.toListRef())
+      if (!element.isTensor()) return false;
+    return true;
   }
 
   // The values a node needs, looking through Duplicable producers.

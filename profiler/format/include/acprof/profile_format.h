@@ -95,6 +95,8 @@ enum class ValueEntry {
   Clone,     // its Duplicable producer is copied into the segment
   Constant,  // embedded as a constant (None, a plain module attribute)
   Blocked,   // cannot cross a segment boundary (e.g. a list made by an op)
+  Elements,  // a list of tensors the module holds (nn.LSTM's _flat_weights): unpacked
+             // before the checkpoint, its tensors enter as inputs, rebuilt inside
 };
 const char* valueEntryName(ValueEntry entry);
 ValueEntry valueEntryFromName(const std::string& name);  // throws FormatError
