@@ -100,7 +100,7 @@ def forward(self, x):
 )JIT");
   const Described d = describe(module);
   EXPECT_EQ(countKind(d, "aten::append"), 0);
-  EXPECT_EQ(countKind(d, "prim::ListConstruct"), 3);  // for features[0], the first cat, the second cat
+  EXPECT_EQ(countKind(d, "prim::ListConstruct"), 2);  // for the first cat and the second; features[0] is folded
   for (const ForwardNode& n : d.facts.nodes) {
     if (n.kind == "prim::ListConstruct") {
       EXPECT_EQ(n.role, CutRole::Duplicable);
@@ -114,6 +114,38 @@ def forward(self, x):
   std::sort(three.begin(), three.end());
   EXPECT_EQ(d.names(d.node("aten::cat", 0).reads), two);
   EXPECT_EQ(d.names(d.node("aten::cat", 1).reads), three);
+}
+
+// Scripted code that keeps every block's output in a list and returns one of
+// them (`hs[1]`, `hs[-1]`): a read at a constant index of a list nothing
+// writes is the element itself, so the reader does not read the others and a
+// segment may drop them. A list written after it is made keeps its reads.
+TEST(CutFacts, ReadsOfAListAtAConstantIndexAreTheElement) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.CollectedOutputs");
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.relu(torch.matmul(x, self.w))
+    hs = [h]
+    g = torch.sigmoid(torch.matmul(h, self.w))
+    hs.append(g)
+    k = torch.tanh(torch.matmul(g, self.w))
+    hs.append(k)
+    return hs[0] + hs[-1]
+)JIT");
+  const Described d = describe(module);
+  EXPECT_EQ(countKind(d, "aten::__getitem__"), 0);
+  std::vector<std::string> read = {d.outputOf("aten::relu"), d.outputOf("aten::tanh")};
+  std::sort(read.begin(), read.end());
+  EXPECT_EQ(d.names(d.node("aten::add").reads), read) << "the sum reads the sigmoid's output too";
+
+  torch::jit::Module written = moduleWithWeight("acprof_test.WrittenList");
+  written.define(R"JIT(
+def forward(self, x):
+    hs = [torch.relu(torch.matmul(x, self.w)), torch.sigmoid(x)]
+    hs[0] = torch.tanh(x)
+    return hs[0] + x
+)JIT");
+  EXPECT_EQ(countKind(describe(written), "aten::__getitem__"), 1);
 }
 
 // A U-Net keeps its skips in a list and pops them on the way up: a pop with a

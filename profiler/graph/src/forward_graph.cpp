@@ -335,6 +335,40 @@ void functionalizeEditedLists(const std::shared_ptr<torch::jit::Graph>& graph) {
   }
 }
 
+// A top-level read of a list construct at a constant index (`hs[2]`,
+// `features[-1]`) returns that very element; when nothing writes to the list,
+// the read is the element. Reading it directly keeps the list's other tensors
+// out of the reader's reads: scripted code that collects every block's output
+// in a list and returns one of them otherwise keeps them all alive past every
+// segment, so nothing could be dropped (traced, the index is already gone).
+void foldConstantIndexReads(const std::shared_ptr<torch::jit::Graph>& graph) {
+  std::vector<std::pair<torch::jit::Node*, torch::jit::Value*>> folds;
+  {
+    const torch::jit::AliasDb alias_db(graph);
+    for (torch::jit::Node* node : graph->nodes()) {
+      if (node->kind() != torch::jit::aten::__getitem__ || node->inputs().size() != 2) continue;
+      torch::jit::Node* construct = node->input(0)->node();
+      if (construct->kind() != torch::jit::prim::ListConstruct) continue;
+      const auto& uses = construct->output()->uses();
+      if (!std::all_of(uses.begin(), uses.end(),
+                       [&](const torch::jit::Use& use) { return onlyReadsList(use, alias_db); }))
+        continue;
+      const std::optional<c10::IValue> index = torch::jit::toIValue(node->input(1));
+      if (!index || !index->isInt()) continue;
+      const int64_t length = static_cast<int64_t>(construct->inputs().size());
+      const int64_t from_front = index->toInt() < 0 ? length + index->toInt() : index->toInt();
+      if (from_front < 0 || from_front >= length) continue;
+      folds.emplace_back(node, construct->input(static_cast<size_t>(from_front)));
+    }
+  }
+  for (const auto& [read, element] : folds) {
+    torch::jit::Node* construct = read->input(0)->node();
+    read->output()->replaceAllUsesWith(element);
+    read->destroy();
+    if (!construct->output()->hasUses()) construct->destroy();
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -449,6 +483,7 @@ std::shared_ptr<torch::jit::Graph> inlinedForwardGraph(const torch::jit::Module&
   hoistAttributeReads(*graph);
   splitBranches(*graph);
   functionalizeEditedLists(graph);
+  foldConstantIndexReads(graph);
   return graph;
 }
 
