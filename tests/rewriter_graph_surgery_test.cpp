@@ -239,6 +239,40 @@ def forward(self, x):
   EXPECT_EQ(other.maxAbsDiff(), std::numeric_limits<double>::infinity());
 }
 
+// An nn.Embedding(sparse=True) gets a sparse gradient, which the comparison's
+// dense ops cannot take: it is compared by its values, so a rewrite with a
+// segment after the lookup verifies bit for bit, and a different table does not.
+TEST_F(GraphSurgery, SparseGradientsAreComparedByTheirValues) {
+  const auto sparse_model = [](double scale) {
+    at::manual_seed(4);
+    torch::jit::Module module("acprof_test.SparseEmbedding");
+    module.register_parameter("table", (at::randn({50, 16}) * scale).requires_grad_(), false);
+    module.register_parameter("w", (at::randn({16, 16}) * 0.3).requires_grad_(), false);
+    module.define(R"JIT(
+def forward(self, tokens):
+    h = torch.embedding(self.table, tokens, -1, False, True).mean(1)
+    h = torch.relu(torch.matmul(h, self.w))
+    h = torch.tanh(torch.matmul(h, self.w))
+    return torch.sigmoid(torch.matmul(h, self.w))
+)JIT");
+    return module;
+  };
+  sparse_model(1.0).save(path("model.pt"));
+  torch::jit::Module original = torch::jit::load(path("model.pt"));
+  const SegmentCut cut = segmentBetween(original, nodeIdOf(original, "aten::relu"), nodeIdOf(original, "aten::tanh"));
+  ASSERT_FALSE(cut.input_values.empty());
+  checkpointedModel(path("model.pt"), planFor(path("model.pt"), {cut})).save(path("model.ckpt.pt"));
+  const StepConfig config = stepConfig({"int64[8,5]:0..50"});
+  const VerificationResult result = verifyRewrite(path("model.pt"), path("model.ckpt.pt"), config);
+  EXPECT_TRUE(result.bitwise_equal) << "grads " << result.max_gradient_abs_diff;
+  EXPECT_EQ(result.maxAbsDiff(), 0);
+
+  sparse_model(1.001).save(path("other.pt"));
+  const VerificationResult other = verifyRewrite(path("model.pt"), path("other.pt"), config);
+  EXPECT_FALSE(other.bitwise_equal);
+  EXPECT_GT(other.max_gradient_abs_diff, 0);
+}
+
 // A segment whose output is a view of a tensor made inside it (a narrow of its
 // matmul), written in place after the segment, as RAFT's scripted update block
 // does: a Function's view outputs may not be written in place, so the

@@ -17,6 +17,10 @@
 namespace acprof {
 namespace {
 
+// A sparse gradient (nn.Embedding(sparse=True)) compared by its values: its
+// coalesced dense form, as the optimizer applies it.
+at::Tensor denseOf(const at::Tensor& t) { return t.is_sparse() ? t.detach().coalesce().to_dense() : t.detach(); }
+
 // NaN-safe: a tensor missing on one side, or of another shape, differs
 // infinitely, and so does a NaN on one side only; NaNs in the same places on
 // both sides (a model whose loss is NaN on these inputs) do not differ.
@@ -24,8 +28,8 @@ double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
   if (!a.defined() && !b.defined()) return 0;
   if (!a.defined() || !b.defined() || a.sizes() != b.sizes()) return std::numeric_limits<double>::infinity();
   if (a.numel() == 0) return 0;
-  const at::Tensor da = a.detach().to(at::kCPU, at::kDouble);
-  const at::Tensor db = b.detach().to(at::kCPU, at::kDouble);
+  const at::Tensor da = denseOf(a).to(at::kCPU, at::kDouble);
+  const at::Tensor db = denseOf(b).to(at::kCPU, at::kDouble);
   const at::Tensor both_nan = da.isnan().logical_and(db.isnan());
   const double diff = (da - db).masked_fill(both_nan, 0).abs().max().item<double>();
   // std::max would drop a NaN depending on argument order; a NaN is a difference.
@@ -34,14 +38,18 @@ double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
 
 // The same bits: a NaN equals a NaN of the same pattern, which Tensor::equal,
 // comparing values, would call different.
-bool bitwiseEqual(const at::Tensor& a, const at::Tensor& b) {
-  if (!a.defined() || !b.defined()) return a.defined() == b.defined();
+bool bitwiseEqual(const at::Tensor& sparse_or_dense_a, const at::Tensor& sparse_or_dense_b) {
+  if (!sparse_or_dense_a.defined() || !sparse_or_dense_b.defined())
+    return sparse_or_dense_a.defined() == sparse_or_dense_b.defined();
+  if (sparse_or_dense_a.is_sparse() != sparse_or_dense_b.is_sparse()) return false;
+  const at::Tensor a = denseOf(sparse_or_dense_a);
+  const at::Tensor b = denseOf(sparse_or_dense_b);
   if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
   if (!at::isFloatingType(a.scalar_type())) return a.equal(b);
   const c10::ScalarType bits = a.element_size() == 8   ? at::kLong
                                : a.element_size() == 4 ? at::kInt
                                                        : at::kShort;
-  return a.detach().contiguous().view(bits).equal(b.detach().contiguous().view(bits));
+  return a.contiguous().view(bits).equal(b.contiguous().view(bits));
 }
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
