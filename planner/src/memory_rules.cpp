@@ -326,6 +326,30 @@ InsideRole insideRole(const ProfileIndex& index, int tensor, const SegmentTiming
   return InsideRole::HeldCopy;
 }
 
+namespace {
+// A decision in which every node is in a checkpoint with a backward: the one
+// under which the fewest saves hold a segment's output.
+class EveryNodeCheckpointed : public DecisionView {
+ public:
+  explicit EveryNodeCheckpointed(const SegmentTiming& segment) : segment_(segment) {}
+  const SegmentTiming* segmentContaining(int) const override { return &segment_; }
+
+ private:
+  const SegmentTiming& segment_;
+};
+}  // namespace
+
+bool checkpointMayFreeEarlier(const ProfileIndex& index, int tensor, const SegmentTiming& segment) {
+  const InsideRole role = insideRole(index, tensor, segment);
+  if (droppedByCheckpoint(role)) return true;
+  if (role != InsideRole::Output || !segment.has_backward) return false;
+  const TensorRecord& t = index.profile.tensors[tensor];
+  const bool freed_in_own_backward = t.free_step >= segment.first_backward_step && t.free_step <= segment.last_backward_step;
+  const bool kept_by_saves = index.outlivesIteration(tensor) && t.category != Category::Output;
+  if (!freed_in_own_backward && !kept_by_saves) return false;
+  return outputEndLeaf(index, t, segment, EveryNodeCheckpointed(segment)) < returnLeaf(segment.recompute_event);
+}
+
 RecomputeBlock recomputeBlock(const ProfileIndex& index, const SegmentTiming& segment) {
   RecomputeBlock block;
   if (!segment.has_backward) return block;

@@ -140,6 +140,16 @@ inline bool droppedByCheckpoint(InsideRole role) {
   return role == InsideRole::InternalActivation || role == InsideRole::UnreachedSave;
 }
 
+// Whether a segment's checkpoint can let a tensor it makes go before the
+// original did: one it drops, or an output that autograd held for the
+// segment's own nodes alone (they save nothing in forward), which then dies
+// after its last read (outputEndLeaf in memory_rules.cpp), before the
+// recompute. Saves by other nodes are counted as if those were in segments
+// too: the most any decision could shorten it. A solver that looks only at
+// dropped tensors misses that such a segment lowers the peak (a linear layer
+// and the ReLU before it, whose output later nodes read but do not save).
+bool checkpointMayFreeEarlier(const ProfileIndex& index, int tensor, const SegmentTiming& segment);
+
 // The recompute block's highest point above the memory live just before it.
 struct RecomputeBlock {
   bool has_events = false;

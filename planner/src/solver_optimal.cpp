@@ -44,8 +44,9 @@ int64_t peakLowerBound(const ProfileIndex& index) {
 
 class SegmentSetSearch {
  public:
-  SegmentSetSearch(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start)
-      : simulator_(simulator), index_(simulator.index()), budget_bytes_(budget_bytes), tracker_(index_) {
+  SegmentSetSearch(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
+                   SegmentChoice choice)
+      : simulator_(simulator), index_(simulator.index()), budget_bytes_(budget_bytes), choice_(choice), tracker_(index_) {
     collectSettledLeaves();
     tracker_.replace({}, start);
     for (const NodeRange& r : start) time_ += rangeTime(r);
@@ -119,7 +120,8 @@ class SegmentSetSearch {
 
   // For each compute node of the window, the compute nodes of the window a
   // segment starting there may end at: a legal range (cut_rules.h) with a
-  // backward that drops at least one tensor. A segment that drops nothing
+  // backward that drops a tensor or, with SegmentChoice::EveryEarlierFree,
+  // frees one earlier (memory_rules.h). A segment that frees nothing earlier
   // only adds time and held inputs, so no best plan holds one.
   void collectSegmentEnds(int lo, int hi) {
     segment_ends_.assign(computeNodeCount(), {});
@@ -131,14 +133,16 @@ class SegmentSetSearch {
         const NodeRange range{index_.compute_nodes[i], index_.compute_nodes[j]};
         if (!simulator_.segmentProblem(range).empty()) continue;
         const SegmentTiming timing = segmentTiming(index_, range);
-        if (timing.has_backward && dropsSomething(timing)) segment_ends_[i].push_back(j);
+        if (timing.has_backward && freesSomethingEarlier(timing)) segment_ends_[i].push_back(j);
       }
   }
 
-  bool dropsSomething(const SegmentTiming& timing) const {
+  bool freesSomethingEarlier(const SegmentTiming& timing) const {
     for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
       for (const int* t = index_.tensors_produced_by_node.begin(n); t != index_.tensors_produced_by_node.end(n); ++t)
-        if (droppedByCheckpoint(insideRole(index_, *t, timing))) return true;
+        if (choice_ == SegmentChoice::EveryEarlierFree ? checkpointMayFreeEarlier(index_, *t, timing)
+                                                        : droppedByCheckpoint(insideRole(index_, *t, timing)))
+          return true;
     return false;
   }
 
@@ -221,6 +225,7 @@ class SegmentSetSearch {
   const Simulator& simulator_;
   const ProfileIndex& index_;
   const int64_t budget_bytes_;
+  const SegmentChoice choice_;
   PeakTracker tracker_;   // holds the current decision (outside a window search)
   double time_ = 0;       // its extra time
   std::vector<int> settled_forward_end_;     // per compute node index: leaves before this are final
@@ -246,7 +251,7 @@ SolverResult solveOptimal(const Simulator& simulator, int64_t budget_bytes, doub
   const Clock::time_point start = Clock::now();
   // The refined plan is the first incumbent: the search then only looks for better ones.
   const SolverResult incumbent = solveRefined(simulator, budget_bytes);
-  SegmentSetSearch search(simulator, budget_bytes, incumbent.decision);
+  SegmentSetSearch search(simulator, budget_bytes, incumbent.decision, SegmentChoice::EveryEarlierFree);
   search.stopAt(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s)));
   const bool complete = search.improveWindow(0, search.computeNodeCount());
   SolverResult result;
@@ -261,8 +266,8 @@ SolverResult solveOptimal(const Simulator& simulator, int64_t budget_bytes, doub
 }
 
 RecomputeDecision improveByWindows(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
-                                   int window, long visit_allowance) {
-  SegmentSetSearch search(simulator, budget_bytes, start);
+                                   int window, long visit_allowance, SegmentChoice choice) {
+  SegmentSetSearch search(simulator, budget_bytes, start, choice);
   const int count = search.computeNodeCount();
   const int stride = std::max(1, window / 2);
   // The first pass lets each window take what it needs of half the

@@ -12,7 +12,13 @@
 
 namespace acprof {
 
+// Which segments a search tries: those whose checkpoint drops a tensor, or
+// also those that only end the saves of an output (checkpointMayFreeEarlier
+// in memory_rules.h), which the exact solver must try and which widen a
+// window's search several times over on long chains.
+enum class SegmentChoice { Dropping, EveryEarlierFree };
+
 RecomputeDecision improveByWindows(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
-                                   int window, long visit_allowance);
+                                   int window, long visit_allowance, SegmentChoice choice = SegmentChoice::Dropping);
 
 }  // namespace acprof
