@@ -1,12 +1,16 @@
 """The model zoo: profile, plan and rewrite every torchvision classification model and a few
 nn.Transformer stacks, and check that acprof's predictions hold (issue 10).
 
-    scripts/zoo.sh [--set zoo|tasks|reference] [--only REGEX] [--limit N] [--jobs N] [--results DIR]
+    scripts/zoo.sh [--set zoo|tasks|patterns|reference] [--only REGEX] [--limit N] [--jobs N] [--results DIR]
                    [--acprof PATH] [--force]
 
 --set tasks runs torchvision's models for the other tasks (segmentation, video, optical flow;
 detection and quantized builders are listed as skipped, with the reason) and writes
 docs/zoo-tasks.md.
+
+--set patterns runs models/patterns.py (small models with IR that torchvision's classifiers lack:
+recurrent layers, frozen parameters, sparse gradients, sampling in forward, ...) and writes
+docs/zoo-patterns.md.
 
 --set reference runs acprof's own test-set reference models (models/model_sets.py) through the
 same pipeline instead and writes docs/reference.md: the extra-time prediction against the
@@ -638,6 +642,10 @@ SET_DESCRIPTIONS = {
               "Video models take clips [N, 3, T, H, W] (8 frames of 64x64 up to 16 of 224x224) and learn 400 "
               "classes. Optical-flow models (RAFT) take two images and return a list of 12 flow estimates; the loss "
               "is the sum of their means."),
+    "patterns": ("Model zoo: patterns beyond torchvision",
+                 "Small models with IR that torchvision's classifiers lack (models/patterns.py says what each "
+                 "stands for), random weights (seed 0), each with its own inputs (the `input` column) and the mean "
+                 "of its float outputs as the loss."),
     "reference": ("Reference models",
                   "acprof's own reference models (models/reference_models.py), at the sizes and in the modes of the "
                   "C++ tests' set (models/model_sets.py \"test\"), with random weights (seed 0) and each model's "
@@ -762,13 +770,15 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, help="run at most N models (after --only)")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                         help="models run at a time (default nproc/2, at least 1)")
-    parser.add_argument("--set", choices=("zoo", "tasks", "reference"), default="zoo",
+    parser.add_argument("--set", choices=("zoo", "tasks", "patterns", "reference"), default="zoo",
                         help="torchvision's classification and nn.Transformer models (default), torchvision's models "
-                             "for other tasks, or acprof's test-set reference models")
+                             "for other tasks, models/patterns.py, or acprof's test-set reference models")
     parser.add_argument("--results",
-                        help="results and work directories (default build/zoo, build/zoo-tasks, build/zoo-reference)")
+                        help="results and work directories (default build/zoo, build/zoo-tasks, build/zoo-patterns, "
+                             "build/zoo-reference)")
     parser.add_argument("--acprof", help="the acprof binary (default build/cli/acprof)")
-    parser.add_argument("--docs", help="table to write (default docs/zoo.md, docs/zoo-tasks.md, docs/reference.md)")
+    parser.add_argument("--docs", help="table to write (default docs/zoo.md, docs/zoo-tasks.md, docs/zoo-patterns.md, "
+                                       "docs/reference.md)")
     parser.add_argument("--force", action="store_true", help="run models that already have a result file again")
     parser.add_argument("--time-rounds", type=int,
                         help="acprof rewrite --time-rounds: least pairs of steps timed (default: acprof's own, 5, for "
@@ -793,6 +803,7 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     args.jobs = max(1, args.jobs)
     reference = args.set == "reference"
     results_name, docs_name = {"zoo": ("zoo", "zoo.md"), "tasks": ("zoo-tasks", "zoo-tasks.md"),
+                               "patterns": ("zoo-patterns", "zoo-patterns.md"),
                                "reference": ("zoo-reference", "reference.md")}[args.set]
     args.results = os.path.abspath(args.results or os.path.join(REPO, "build", results_name))
     args.docs = args.docs or os.path.join(REPO, "docs", docs_name)

@@ -13,6 +13,10 @@ flow (two images in, a list of flow estimates out, the mean of each as the loss)
 and quantized builders, which export as skipped with the reason (a training step acprof cannot
 run, or a duplicate of a classification model).
 
+--set patterns lists and exports models/patterns.py instead: small models with IR torchvision's
+classifiers lack (recurrent layers, frozen parameters, sparse gradients, sampling in forward,
+buffers written in forward, lists of block outputs, ...), each with its own inputs and a mean loss.
+
 --set reference lists and exports acprof's own reference models instead: those of
 models/model_sets.py's test set, at the sizes and in the modes the tests use ("modes" in the
 --list answer names each model's), with their own training specs.
@@ -46,6 +50,7 @@ from torch import nn
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
 import export  # noqa: E402
 import model_sets  # noqa: E402
+import patterns  # noqa: E402
 import reference_models  # noqa: E402
 import specs  # noqa: E402
 import training_step  # noqa: E402
@@ -340,6 +345,9 @@ def training_step_seconds(model: nn.Module, training: specs.TrainingSpecs, limit
 def build(name: str, model_set: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
     if model_set == "tasks":
         return build_task(name)
+    if model_set == "patterns":
+        torch.manual_seed(0)
+        return patterns.PATTERNS[name]()
     if name in TRANSFORMERS:
         return build_transformer(name)
     return smallest_working_torchvision(name)
@@ -355,7 +363,11 @@ def export_model(name: str, mode: str, out: str, max_step_seconds: float, model_
 
     # The step time is measured on a copy: the step moves BatchNorm statistics, and the
     # exported file must hold the freshly initialised model.
-    step_seconds, whole_step = training_step_seconds(copy.deepcopy(model), training, max_step_seconds)
+    try:
+        timed = copy.deepcopy(model)
+    except RuntimeError:  # a non-leaf tensor attribute (nn.utils.weight_norm's weight): build it again
+        timed, _ = build(name, model_set)
+    step_seconds, whole_step = training_step_seconds(timed, training, max_step_seconds)
     if not whole_step:
         return {"status": "skipped", "reason": f"its forward alone takes {step_seconds:.0f} s on this CPU "
                                                f"(limit {max_step_seconds:.0f} s for the whole training step)"}
@@ -382,12 +394,13 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--out", help="archive to write")
     parser.add_argument("--max-step-seconds", type=float, default=60.0,
                         help="skip a model whose eager training step takes longer (default 60)")
-    parser.add_argument("--set", choices=("zoo", "tasks", "reference"), default="zoo",
+    parser.add_argument("--set", choices=("zoo", "tasks", "patterns", "reference"), default="zoo",
                         help="torchvision's classification and nn.Transformer models (zoo), torchvision's models "
-                             "for other tasks, or acprof's test-set reference models")
+                             "for other tasks, models/patterns.py, or acprof's test-set reference models")
     args = parser.parse_args(argv)
 
-    names = {"zoo": all_names, "tasks": task_names, "reference": lambda: sorted(reference_modes())}[args.set]()
+    names = {"zoo": all_names, "tasks": task_names, "patterns": lambda: sorted(patterns.PATTERNS),
+             "reference": lambda: sorted(reference_modes())}[args.set]()
     if args.list:
         listing = {"torch": torch.__version__, "torchvision": torchvision.__version__, "models": names}
         if args.set == "reference":
