@@ -31,6 +31,13 @@ struct Described {
     return out;
   }
   std::string outputOf(const std::string& kind, int occurrence = 0) const { return node(kind, occurrence).outputs.at(0); }
+  // The last value whose debug name starts with `prefix` ("shape" for %shape.1), or null.
+  const GraphValue* valueNamed(const std::string& prefix) const {
+    const GraphValue* found = nullptr;
+    for (const GraphValue& v : facts.values)
+      if (v.name.rfind(prefix, 0) == 0) found = &v;
+    return found;
+  }
 };
 
 Described describe(torch::jit::Module& module) {
@@ -315,9 +322,7 @@ def forward(self, x):
     return torch.matmul(x, self.w).reshape(self.shape)
 )JIT");
   const Described d = describe(module);
-  const GraphValue* shape = nullptr;
-  for (const GraphValue& v : d.facts.values)
-    if (v.name.rfind("shape", 0) == 0) shape = &v;
+  const GraphValue* shape = d.valueNamed("shape");
   ASSERT_NE(shape, nullptr);
   EXPECT_EQ(shape->entry, ValueEntry::Constant);
 }
@@ -336,9 +341,7 @@ def forward(self, x):
     return torch.addmm(self.flat[1], h, self.flat[0])
 )JIT");
   const Described d = describe(module);
-  const GraphValue* flat = nullptr;
-  for (const GraphValue& v : d.facts.values)
-    if (v.name.rfind("flat", 0) == 0) flat = &v;
+  const GraphValue* flat = d.valueNamed("flat");
   ASSERT_NE(flat, nullptr);
   EXPECT_EQ(flat->entry, ValueEntry::Elements);
   const CutRules rules(d.facts.nodes, d.facts.values, d.facts.graph_outputs);

@@ -1,45 +1,39 @@
-# A fixed subset of the model zoo (scripts/zoo.py, issue 10): public models nobody here wrote,
-# exported from the installed torchvision and torch.nn, each profiled, planned at 70 % and at
-# its floor + 2 %, rewritten and verified. zoo.py exits non-zero if any rewrite is not bit for bit,
-# measures above its budget, or is more than 2 % from its prediction. Chosen for the structures
-# they bring, not for their names: a decoder's cross-attention (a segment output made without
-# grad), nn.MultiheadAttention's identity test and the encoder layer's early return split into
-# pieces (scripted), fire-module concatenations, in-place activations with squeeze-excitation,
-# and channel shuffles (views, chunk). Peaks and gradients are under test here, not times (the
-# reference set's times are docs/reference.md's): one measured iteration, no timed pairs and a
-# 1 s exact search of the low floors keep it to about a minute.
-add_test(NAME zoo_subset
-         COMMAND ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/zoo.py
-                 --only "^(transformer_decoder_traced|transformer_encoder_scripted|squeezenet1_1_scripted|mobilenet_v3_small_traced|shufflenet_v2_x0_5_scripted)$"
-                 --results ${CMAKE_BINARY_DIR}/zoo-subset --docs ${CMAKE_BINARY_DIR}/zoo-subset/zoo.md
-                 --acprof $<TARGET_FILE:acprof> --jobs 1 --force --no-skips --iters 1 --time-rounds 0
-                 --exact-search-seconds 1)
-set_tests_properties(zoo_subset PROPERTIES TIMEOUT 600)
+# Fixed subsets of the model zoo (scripts/zoo.py, issue 10): public models nobody here wrote,
+# each exported, profiled, planned at 70 % and near its floor, rewritten and verified. zoo.py
+# exits non-zero if any rewrite is not bit for bit, measures above its budget, or is more than
+# 2 % from its prediction. Peaks and gradients are under test here, not times (the reference
+# set's times are docs/reference.md's): one measured iteration, no timed pairs and a 1 s exact
+# search of the low floors keep each to about a minute.
+function(add_zoo_subset name model_set only)
+  add_test(NAME ${name}
+           COMMAND ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/zoo.py --set ${model_set} --only "${only}"
+                   --results ${CMAKE_BINARY_DIR}/${name} --docs ${CMAKE_BINARY_DIR}/${name}/zoo.md
+                   --acprof $<TARGET_FILE:acprof> --jobs 1 --force --no-skips --iters 1 --time-rounds 0
+                   --exact-search-seconds 1)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 600)
+endfunction()
 
-# The same for torchvision's other tasks (scripts/zoo.py --set tasks): a segmentation model's
-# dict output trained with per-pixel cross entropy ([N, C, H, W] against [N, H, W]), traced and
-# scripted (its backbone's IntermediateLayerGetter stores each stage's output in a dict under a
-# branch on a dict attribute, which the forward graph folds), and RAFT's list of flow estimates
-# from two inputs, scripted.
-add_test(NAME zoo_tasks_subset
-         COMMAND ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/zoo.py --set tasks
-                 --only "^(lraspp_mobilenet_v3_large_(traced|scripted)|raft_small_scripted)$"
-                 --results ${CMAKE_BINARY_DIR}/zoo-tasks-subset --docs ${CMAKE_BINARY_DIR}/zoo-tasks-subset/zoo.md
-                 --acprof $<TARGET_FILE:acprof> --jobs 1 --force --no-skips --iters 1 --time-rounds 0
-                 --exact-search-seconds 1)
-set_tests_properties(zoo_tasks_subset PROPERTIES TIMEOUT 600)
+# torchvision and torch.nn, chosen for the structures they bring, not for their names: a
+# decoder's cross-attention (a segment output made without grad), nn.MultiheadAttention's
+# identity test and the encoder layer's early return split into pieces (scripted), fire-module
+# concatenations, in-place activations with squeeze-excitation, and channel shuffles (views,
+# chunk).
+add_zoo_subset(zoo_subset zoo
+               "^(transformer_decoder_traced|transformer_encoder_scripted|squeezenet1_1_scripted|mobilenet_v3_small_traced|shufflenet_v2_x0_5_scripted)$")
 
-# And for models/patterns.py (scripts/zoo.py --set patterns), end to end from the CLI, the four
-# whose first run found a fault: a sparse embedding gradient (verification failed on it: this
-# test fails without that fix), and a scripted nn.LSTM + nn.GRU, a scripted list of block outputs
-# read by index and a Gumbel head, whose faults left their floor at the profiled peak, which no
-# rule here refuses; the unit tests CutFacts.AListOfTensorsTheModuleHolds..., CutFacts.ReadsOfAList...
-# and PlannerSolver.ASegmentThatDropsNothing... hold those fixes, this that their rewrites train
-# bit for bit and peak as predicted.
-add_test(NAME zoo_patterns_subset
-         COMMAND ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/zoo.py --set patterns
-                 --only "^(rnn_stack_scripted|collected_outputs_scripted|gumbel_head_traced|sparse_embedding_traced)$"
-                 --results ${CMAKE_BINARY_DIR}/zoo-patterns-subset --docs ${CMAKE_BINARY_DIR}/zoo-patterns-subset/zoo.md
-                 --acprof $<TARGET_FILE:acprof> --jobs 1 --force --no-skips --iters 1 --time-rounds 0
-                 --exact-search-seconds 1)
-set_tests_properties(zoo_patterns_subset PROPERTIES TIMEOUT 600)
+# torchvision's other tasks: a segmentation model's dict output trained with per-pixel cross
+# entropy ([N, C, H, W] against [N, H, W]), traced and scripted (its backbone's
+# IntermediateLayerGetter stores each stage's output in a dict under a branch on a dict
+# attribute, which the forward graph folds), and RAFT's list of flow estimates from two inputs,
+# scripted.
+add_zoo_subset(zoo_tasks_subset tasks "^(lraspp_mobilenet_v3_large_(traced|scripted)|raft_small_scripted)$")
+
+# models/patterns.py, the four whose first run found a fault: a sparse embedding gradient
+# (verification failed on it: this test fails without that fix), and a scripted nn.LSTM + nn.GRU,
+# a scripted list of block outputs read by index and a Gumbel head, whose faults left their
+# floor at the profiled peak, which no rule here refuses; the unit tests
+# CutFacts.AListOfTensorsTheModuleHolds..., CutFacts.ReadsOfAList... and
+# PlannerSolver.ASegmentThatDropsNothing... hold those fixes, this that their rewrites train bit
+# for bit and peak as predicted.
+add_zoo_subset(zoo_patterns_subset patterns
+               "^(rnn_stack_scripted|collected_outputs_scripted|gumbel_head_traced|sparse_embedding_traced)$")
