@@ -14,8 +14,9 @@ namespace acprof {
 
 // Which segments a search tries: those whose checkpoint drops a tensor, or
 // also those that only end the saves of an output (checkpointMayFreeEarlier
-// in memory_rules.h), which the exact solver must try and which widen a
-// window's search several times over on long chains.
+// in memory_rules.h), which the exact solver and the refinement of mu-two's
+// plan try; the refinement of Chen's plan and the repair after dropping a
+// segment keep to the first (solver_mu_two.cpp says why).
 enum class SegmentChoice { Dropping, EveryEarlierFree };
 
 RecomputeDecision improveByWindows(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
