@@ -160,10 +160,11 @@ void runRewrite(const RewriteArgs& args) {
   // thread count; a user training at another count should know.
   if (before) {
     const int threads = before->meta.run.intra_op_threads;
-    if (threads > 0 && threads != intraOpThreads())
+    const int own = intraOpThreads();
+    if (threads > 0 && threads != own)
       std::cout << fmt::format("running with the profile's {} intra-op thread(s), not this process's {}: CPU "
                                "workspaces grow with the count; train with OMP_NUM_THREADS={}\n",
-                               threads, intraOpThreads(), threads);
+                               threads, own, threads);
   }
   options.step = step;
   const RewriteResult result = rewriteModelFile(plan, options);

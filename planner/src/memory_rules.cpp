@@ -63,6 +63,21 @@ int outputEndLeaf(const ProfileIndex& index, const TensorRecord& t, const Segmen
   return returnLeaf(end_event);
 }
 
+// Where a segment output's forward life ends under its own checkpoint, or
+// kNoEarlierEnd where it keeps its own end: one freed inside the segment's
+// backward goes by the recompute (its downstream holders let go by then), or
+// earlier where only the segment's saves held it; one kept past the iteration
+// only by saves no gradient reached, inside its own segment, goes likewise.
+int outputForwardEnd(const ProfileIndex& index, const TensorRecord& t, const SegmentTiming& own,
+                     const DecisionView& decision) {
+  const bool freed_in_own_backward = t.free_step >= own.first_backward_step && t.free_step <= own.last_backward_step;
+  const int earlier_end = outputEndLeaf(index, t, own, decision);
+  const bool kept_only_by_own_saves =
+      index.outlivesIteration(t.id) && t.category != Category::Output && earlier_end != kNoEarlierEnd;
+  if (!freed_in_own_backward && !kept_only_by_own_saves) return kNoEarlierEnd;
+  return std::min(returnLeaf(own.recompute_event), earlier_end);
+}
+
 // Calls visit(record) for each tensor a node's backward steps made (not a
 // view or a forward output: producer_node < 0), until visit returns true;
 // returns whether it did.
@@ -343,11 +358,8 @@ bool checkpointMayFreeEarlier(const ProfileIndex& index, int tensor, const Segme
   const InsideRole role = insideRole(index, tensor, segment);
   if (droppedByCheckpoint(role)) return true;
   if (role != InsideRole::Output || !segment.has_backward) return false;
-  const TensorRecord& t = index.profile.tensors[tensor];
-  const bool freed_in_own_backward = t.free_step >= segment.first_backward_step && t.free_step <= segment.last_backward_step;
-  const bool kept_by_saves = index.outlivesIteration(tensor) && t.category != Category::Output;
-  if (!freed_in_own_backward && !kept_by_saves) return false;
-  return outputEndLeaf(index, t, segment, EveryNodeCheckpointed(segment)) < returnLeaf(segment.recompute_event);
+  return outputForwardEnd(index, index.profile.tensors[tensor], segment, EveryNodeCheckpointed(segment)) <
+         returnLeaf(segment.recompute_event);
 }
 
 RecomputeBlock recomputeBlock(const ProfileIndex& index, const SegmentTiming& segment) {
@@ -408,17 +420,9 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
     const int segment_end = returnLeaf(own->end_event);
     LeafInterval copy{t.bytes, life.category, after_recompute, segment_end};
     switch (insideRole(index, tensor, *own)) {
-      case InsideRole::Output: {
-        const bool freed_in_own_backward = t.free_step >= own->first_backward_step && t.free_step <= own->last_backward_step;
-        const int earlier_end = outputEndLeaf(index, t, *own, decision);
-        if (freed_in_own_backward) {
-          life.end_leaf = std::min(returnLeaf(own->recompute_event), earlier_end);
-        } else if (index.outlivesIteration(tensor) && t.category != Category::Output && earlier_end != kNoEarlierEnd) {
-          // Kept past the iteration only by saves no gradient reached, inside its own segment.
-          life.end_leaf = std::min(returnLeaf(own->recompute_event), earlier_end);
-        }
+      case InsideRole::Output:
+        if (const int end = outputForwardEnd(index, t, *own, decision); end != kNoEarlierEnd) life.end_leaf = end;
         break;
-      }
       case InsideRole::Temporary:
         copy.end_leaf = copy.begin_leaf;  // lives only inside the block
         break;

@@ -254,14 +254,19 @@ bool onlyReadsList(const torch::jit::Use& use, const torch::jit::AliasDb& alias_
   return true;
 }
 
-// The index a top-level pop removes, counted from the front, given the list's
-// length before it; nullopt unless the index is a constant within the list.
-std::optional<size_t> poppedIndex(torch::jit::Node* pop, size_t length) {
-  const std::optional<c10::IValue> index = torch::jit::toIValue(pop->input(1));
+// A constant list index (negative from the back, as Python's) counted from the
+// front of a list of `length`; nullopt unless it is a constant within the list.
+std::optional<size_t> constantIndexFromFront(torch::jit::Value* index_value, size_t length) {
+  const std::optional<c10::IValue> index = torch::jit::toIValue(index_value);
   if (!index || !index->isInt()) return std::nullopt;
   const int64_t from_front = index->toInt() < 0 ? static_cast<int64_t>(length) + index->toInt() : index->toInt();
   if (from_front < 0 || from_front >= static_cast<int64_t>(length)) return std::nullopt;
   return static_cast<size_t>(from_front);
+}
+
+// The index a top-level pop removes, counted from the front, given the list's length before it.
+std::optional<size_t> poppedIndex(torch::jit::Node* pop, size_t length) {
+  return constantIndexFromFront(pop->input(1), length);
 }
 
 std::optional<EditedList> editedList(torch::jit::Node* construct, const torch::jit::AliasDb& alias_db) {
@@ -353,12 +358,8 @@ void foldConstantIndexReads(const std::shared_ptr<torch::jit::Graph>& graph) {
       if (!std::all_of(uses.begin(), uses.end(),
                        [&](const torch::jit::Use& use) { return onlyReadsList(use, alias_db); }))
         continue;
-      const std::optional<c10::IValue> index = torch::jit::toIValue(node->input(1));
-      if (!index || !index->isInt()) continue;
-      const int64_t length = static_cast<int64_t>(construct->inputs().size());
-      const int64_t from_front = index->toInt() < 0 ? length + index->toInt() : index->toInt();
-      if (from_front < 0 || from_front >= length) continue;
-      folds.emplace_back(node, construct->input(static_cast<size_t>(from_front)));
+      const std::optional<size_t> index = constantIndexFromFront(node->input(1), construct->inputs().size());
+      if (index) folds.emplace_back(node, construct->input(*index));
     }
   }
   for (const auto& [read, element] : folds) {

@@ -7,7 +7,6 @@
 #include <set>
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/version.h>
 #include <fmt/format.h>
@@ -290,7 +289,7 @@ Profile recordProfile(const RecordOptions& options) {
   for (const InputSpec& s : run.input_specs) profile.meta.run.input_specs.push_back(s.text);
   profile.meta.run.target_spec = run.target_spec ? run.target_spec->text : "";
   profile.meta.run.autocast = run.autocast;
-  profile.meta.run.intra_op_threads = at::get_num_threads();
+  profile.meta.run.intra_op_threads = intraOpThreads();
 
   Optimizer optimizer(options.run.optimizer, module);
   InstrumentedForward forward(graph);
