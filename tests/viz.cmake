@@ -12,10 +12,12 @@ endif()
 target_sources(viz_tests PRIVATE viz_view_cli_test.cpp)
 
 # Browser test: a real profile, plan and rewrite of a test model, both report
-# pages opened in Debian's chromium through playwright-core (npm ci), offline.
-find_program(ACPROF_NODE NAMES node nodejs REQUIRED)
+# pages opened in Debian's chromium through chromedriver (python3-selenium,
+# chromium-driver), offline. Debian's own interpreter, whatever python3 comes
+# first on PATH: selenium is Debian's package, not the virtual environment's.
+find_program(ACPROF_SELENIUM_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH REQUIRED)
 add_test(NAME viz_browser_reports
-         COMMAND ${ACPROF_NODE} ${CMAKE_SOURCE_DIR}/tests/browser/real_reports_test.mjs
+         COMMAND ${ACPROF_SELENIUM_PYTHON} ${CMAKE_SOURCE_DIR}/tests/browser/real_reports_test.py
                  --acprof $<TARGET_FILE:acprof>
                  --model ${ACPROF_TEST_MODELS_DIR}/resnet18_traced.pt
                  --workdir ${CMAKE_CURRENT_BINARY_DIR}/viz-browser-reports)

@@ -38,13 +38,14 @@ json embeddedData(const std::string& html) {
   return json::parse(html.substr(begin, end - begin));
 }
 
-TEST(TimelineHtml, EmbedsUplotWithItsLicenceAndLoadsNothingFromTheNetwork) {
+TEST(TimelineHtml, EmbedsDygraphsWithItsLicenceAndLoadsNothingFromTheNetwork) {
   const std::string html = renderTimelineHtml(testing::smallTrainingProfile());
-  EXPECT_NE(html.find(viz::assets::kUplotJs), std::string::npos);
-  EXPECT_NE(html.find(viz::assets::kUplotCss), std::string::npos);
-  EXPECT_NE(html.find(viz::assets::kUplotLicense), std::string::npos);
-  EXPECT_NE(html.find("Leon Sorokin"), std::string::npos);  // uPlot's copyright line, from the licence
-  EXPECT_GT(viz::assets::kUplotJs.size(), 20000u);
+  EXPECT_NE(html.find(viz::assets::kDygraphJs), std::string::npos);
+  EXPECT_NE(html.find(viz::assets::kDygraphCss), std::string::npos);
+  EXPECT_NE(html.find(viz::assets::kDygraphCopyright), std::string::npos);
+  EXPECT_NE(html.find("Dan Vanderkam"), std::string::npos);  // dygraphs' copyright line, from Debian's file
+  EXPECT_NE(html.find("Permission is hereby granted"), std::string::npos);  // and the MIT licence text
+  EXPECT_GT(viz::assets::kDygraphJs.size(), 20000u);
   const std::string lower = lowercase(html);
   EXPECT_FALSE(std::regex_search(lower, std::regex("<script[^>]*\\bsrc\\s*=")));
   EXPECT_FALSE(std::regex_search(lower, std::regex("<link\\b")));

@@ -1,5 +1,5 @@
 // The report page: reads the JSON that viz/src/report_data.cpp embeds and
-// draws it with uPlot. Everything from the model (op names, scopes, paths) is
+// draws it with dygraphs. Everything from the model (op names, scopes, paths) is
 // inserted with textContent, never as markup.
 (function () {
   "use strict";
@@ -8,8 +8,8 @@
   const root = document.getElementById("acprof-report");
   root.textContent = "";
   const categories = data.categories;  // stacking order, bottom first
-  const charts = [];                   // every uPlot instance, for zoom sync and tests
-  window.acprofCharts = charts;
+  const charts = [];                   // every chart, for zoom sync
+  window.acprofCharts = [];            // their dygraphs, for tests
 
   const PHASE_SHADES = {
     setup: "rgba(128,128,128,0.10)",
@@ -146,29 +146,17 @@
   tooltip.style.display = "none";
   document.body.appendChild(tooltip);
 
-  function showTooltip(u, rows) {
+  function showTooltip(event, rows) {
     tooltip.textContent = "";
     for (const row of rows) tooltip.appendChild(row);
     tooltip.style.display = "block";
-    const over = u.over.getBoundingClientRect();
-    const left = over.left + window.scrollX + u.cursor.left + 16;
-    const top = over.top + window.scrollY + u.cursor.top + 16;
+    const left = event.pageX + 16;
     const maxLeft = window.scrollX + document.documentElement.clientWidth - tooltip.offsetWidth - 8;
     tooltip.style.left = Math.max(8, Math.min(left, maxLeft)) + "px";
-    tooltip.style.top = top + "px";
+    tooltip.style.top = event.pageY + 16 + "px";
   }
   function hideTooltip() {
     tooltip.style.display = "none";
-  }
-  // Cursors are synced across charts, so every chart's setCursor hook fires on
-  // a move; only the chart under the mouse owns the tooltip.
-  let hoveredChart = null;
-  function trackHover(u) {
-    u.over.addEventListener("mouseenter", () => (hoveredChart = u));
-    u.over.addEventListener("mouseleave", () => {
-      if (hoveredChart === u) hoveredChart = null;
-      hideTooltip();
-    });
   }
   function stepRows(profile, sample, prefix) {
     const steps = profile.steps;
@@ -192,105 +180,99 @@
     return row;
   }
 
-  // ---- drawing helpers (canvas pixels) --------------------------------------
+  // ---- drawing helpers (canvas coordinates, in CSS pixels) --------------------
 
-  function xPos(u, x) {
-    return u.valToPos(x, "x", true);
-  }
-  function yPos(u, y) {
-    return u.valToPos(y, "y", true);
-  }
-  function clipToPlot(u, draw) {
-    const ctx = u.ctx;
+  function clipToPlot(g, ctx, draw) {
+    const area = g.getArea();
     ctx.save();
-    // uPlot leaves its axis-label alignment on the context; start from a known state.
+    // Start from a known state, whatever the library left on the context.
     ctx.textAlign = "left";
     ctx.textBaseline = "alphabetic";
+    ctx.setLineDash([]);
     ctx.beginPath();
-    ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+    ctx.rect(area.x, area.y, area.w, area.h);
     ctx.clip();
-    draw(ctx);
+    draw(area);
     ctx.restore();
   }
-  function drawPhases(u, profile) {
-    clipToPlot(u, (ctx) => {
-      ctx.font = Math.round(11 * devicePixelRatio) + "px sans-serif";
+  function drawPhases(g, ctx, profile) {
+    clipToPlot(g, ctx, (area) => {
+      ctx.font = "11px sans-serif";
       ctx.textBaseline = "top";
       for (const span of profile.phases) {
-        const x0 = xPos(u, span.x0), x1 = xPos(u, span.x1);
+        const x0 = g.toDomXCoord(span.x0), x1 = g.toDomXCoord(span.x1);
         ctx.fillStyle = PHASE_SHADES[span.phase] || PHASE_SHADES.setup;
-        ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
-        if (x1 - x0 > 60 * devicePixelRatio) {
+        ctx.fillRect(x0, area.y, x1 - x0, area.h);
+        // Labelled where the phase is wide enough in view, at its visible start.
+        const left = Math.max(x0, area.x), right = Math.min(x1, area.x + area.w);
+        if (right - left > 60) {
           ctx.fillStyle = "#444";
-          ctx.fillText(span.phase, x0 + 4 * devicePixelRatio, u.bbox.top + 3 * devicePixelRatio);
+          ctx.fillText(span.phase, left + 4, area.y + 3);
         }
       }
     });
   }
-  function drawHighlights(u, highlights) {
-    clipToPlot(u, (ctx) => {
-      ctx.font = Math.round(10 * devicePixelRatio) + "px sans-serif";
+  function drawHighlights(g, ctx, highlights) {
+    clipToPlot(g, ctx, (area) => {
+      ctx.font = "10px sans-serif";
       ctx.textBaseline = "top";
+      ctx.lineWidth = 1;
       for (const h of highlights) {
-        const x0 = xPos(u, h.x0), x1 = Math.max(xPos(u, h.x1), x0 + devicePixelRatio);
+        const x0 = g.toDomXCoord(h.x0), x1 = Math.max(g.toDomXCoord(h.x1), x0 + 1);
         ctx.fillStyle = HIGHLIGHT_FILLS[h.kind];
-        ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+        ctx.fillRect(x0, area.y, x1 - x0, area.h);
         ctx.strokeStyle = HIGHLIGHT_EDGES[h.kind];
-        ctx.lineWidth = devicePixelRatio;
-        ctx.strokeRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
-        if (x1 - x0 > 50 * devicePixelRatio) {
+        ctx.strokeRect(x0, area.y, x1 - x0, area.h);
+        if (x1 - x0 > 50) {
           ctx.fillStyle = HIGHLIGHT_EDGES[h.kind];
-          ctx.fillText(h.label, x0 + 3 * devicePixelRatio, u.bbox.top + 16 * devicePixelRatio);
+          ctx.fillText(h.label, x0 + 3, area.y + 16);
         }
       }
     });
   }
-  function drawHorizontal(u, bytes, color, label) {
-    clipToPlot(u, (ctx) => {
-      const y = yPos(u, bytes);
+  function drawHorizontal(g, ctx, bytes, color, label) {
+    clipToPlot(g, ctx, (area) => {
+      const y = g.toDomYCoord(bytes);
       ctx.strokeStyle = color;
-      ctx.lineWidth = 2 * devicePixelRatio;
-      ctx.setLineDash([8 * devicePixelRatio, 5 * devicePixelRatio]);
+      ctx.lineWidth = 2;
+      ctx.setLineDash([8, 5]);
       ctx.beginPath();
-      ctx.moveTo(u.bbox.left, y);
-      ctx.lineTo(u.bbox.left + u.bbox.width, y);
+      ctx.moveTo(area.x, y);
+      ctx.lineTo(area.x + area.w, y);
       ctx.stroke();
-      ctx.setLineDash([]);
       ctx.fillStyle = color;
-      ctx.font = "bold " + Math.round(11 * devicePixelRatio) + "px sans-serif";
+      ctx.font = "bold 11px sans-serif";
       ctx.textAlign = "right";
       ctx.textBaseline = "bottom";
-      ctx.fillText(label, u.bbox.left + u.bbox.width - 4 * devicePixelRatio, y - 2 * devicePixelRatio);
-      ctx.textAlign = "left";
+      ctx.fillText(label, area.x + area.w - 4, y - 2);
     });
   }
-  function drawCornerLine(u, xs, ys, color, dashed) {
+  function drawCornerLine(g, ctx, xs, ys, color, dashed) {
     if (!xs.length) return;
-    clipToPlot(u, (ctx) => {
+    clipToPlot(g, ctx, () => {
       ctx.strokeStyle = color;
-      ctx.lineWidth = 2 * devicePixelRatio;
-      ctx.setLineDash(dashed ? [4 * devicePixelRatio, 3 * devicePixelRatio] : []);
+      ctx.lineWidth = 2;
+      ctx.setLineDash(dashed ? [4, 3] : []);
       ctx.beginPath();
-      ctx.moveTo(xPos(u, xs[0]), yPos(u, ys[0]));
-      for (let i = 1; i < xs.length; i++) ctx.lineTo(xPos(u, xs[i]), yPos(u, ys[i]));
+      ctx.moveTo(g.toDomXCoord(xs[0]), g.toDomYCoord(ys[0]));
+      for (let i = 1; i < xs.length; i++) ctx.lineTo(g.toDomXCoord(xs[i]), g.toDomYCoord(ys[i]));
       ctx.stroke();
-      ctx.setLineDash([]);
     });
   }
-  function drawPeak(u, peak, color) {
+  function drawPeak(g, ctx, peak, color) {
     if (!peak) return;
-    clipToPlot(u, (ctx) => {
-      const x = (xPos(u, peak.x) + xPos(u, peak.x_end)) / 2;
-      const y = yPos(u, peak.bytes);
+    clipToPlot(g, ctx, (area) => {
+      const x = (g.toDomXCoord(peak.x) + g.toDomXCoord(peak.x_end)) / 2;
+      const y = g.toDomYCoord(peak.bytes);
       ctx.strokeStyle = color;
-      ctx.lineWidth = devicePixelRatio;
-      ctx.setLineDash([2 * devicePixelRatio, 2 * devicePixelRatio]);
+      ctx.lineWidth = 1;
+      ctx.setLineDash([2, 2]);
       ctx.beginPath();
-      ctx.moveTo(x, u.bbox.top + u.bbox.height);
+      ctx.moveTo(x, area.y + area.h);
       ctx.lineTo(x, y);
       ctx.stroke();
       ctx.setLineDash([]);
-      const r = 5 * devicePixelRatio;
+      const r = 5;
       ctx.fillStyle = color;
       ctx.beginPath();
       ctx.moveTo(x, y);
@@ -298,29 +280,35 @@
       ctx.lineTo(x + r, y - 1.6 * r);
       ctx.closePath();
       ctx.fill();
-      ctx.font = "bold " + Math.round(11 * devicePixelRatio) + "px sans-serif";
+      ctx.font = "bold 11px sans-serif";
       const label = "peak " + formatBytes(peak.bytes);
       const width = ctx.measureText(label).width;
-      const textX = Math.min(x + 2 * r, u.bbox.left + u.bbox.width - width - 4 * devicePixelRatio);
       ctx.textBaseline = "bottom";
-      ctx.fillText(label, textX, y - 1.6 * r);
+      ctx.fillText(label, Math.min(x + 2 * r, area.x + area.w - width - 4), y - 1.6 * r);
     });
   }
 
   // ---- charts ------------------------------------------------------------------
+  //
+  // Each chart is a dygraph whose x range, y range and mouse handling the page
+  // owns: every chart shows the same x range (zoom and pan move all of them),
+  // and the y axis always starts at zero and fits what is in view plus the
+  // plan's lines, the way the charts looked before any zoom.
 
   const BYTE_INCREMENTS = [];
   for (let k = 0; k <= 4; k++)
     for (const m of [1, 2, 5, 10, 20, 50, 100, 200, 500]) BYTE_INCREMENTS.push(m * Math.pow(1024, k));
 
-  function yRange(extraMax) {
-    return (u, min, max) => [0, Math.max(max, extraMax, 1) * 1.1];
+  // y ticks at round binary sizes (1 MiB, 20 MiB, ...), labelled like the tooltip.
+  function byteTicks(min, max, pixels, opts) {
+    const most = Math.max(2, Math.floor(pixels / opts("pixelsPerLabel")));
+    const step = BYTE_INCREMENTS.find((s) => (max - min) / s <= most) || BYTE_INCREMENTS[BYTE_INCREMENTS.length - 1];
+    const ticks = [];
+    for (let v = Math.ceil(min / step) * step; v <= max; v += step) ticks.push({ v, label: formatBytes(v) });
+    return ticks;
   }
-  function axes(xLabel) {
-    return [
-      { label: xLabel, values: (u, splits) => splits.map((v) => (Number.isInteger(v) ? String(v) : v.toFixed(1))) },
-      { label: "live bytes", size: 80, incrs: BYTE_INCREMENTS, values: (u, splits) => splits.map(formatBytes) },
-    ];
+  function eventTickLabel(v) {
+    return Number.isInteger(v) ? String(v) : v.toFixed(1);
   }
   function chartWidth(container) {
     return Math.max(480, container.clientWidth - 4);
@@ -330,26 +318,11 @@
     const predicted = data.plan.predicted.bytes.reduce((a, b) => Math.max(a, b), 0);
     return Math.max(data.plan.budget_bytes, predicted);
   }
-  function drawPlan(u, showPlan) {
+  function drawPlan(g, ctx, showPlan) {
     if (!showPlan || !data.plan) return;
-    drawCornerLine(u, data.plan.predicted.x, data.plan.predicted.bytes, PREDICTED_COLOR, true);
+    drawCornerLine(g, ctx, data.plan.predicted.x, data.plan.predicted.bytes, PREDICTED_COLOR, true);
     if (data.plan.budget_bytes > 0)
-      drawHorizontal(u, data.plan.budget_bytes, BUDGET_COLOR, "budget " + formatBytes(data.plan.budget_bytes));
-  }
-
-  // Zooming or panning one chart moves every chart: they share the x axis.
-  let syncingScales = false;
-  function setAllX(min, max) {
-    syncingScales = true;
-    for (const chart of charts) chart.setScale("x", { min, max });
-    syncingScales = false;
-  }
-  function syncScaleHook(u, key) {
-    if (key !== "x" || syncingScales) return;
-    const { min, max } = u.scales.x;
-    syncingScales = true;
-    for (const chart of charts) if (chart !== u) chart.setScale("x", { min, max });
-    syncingScales = false;
+      drawHorizontal(g, ctx, data.plan.budget_bytes, BUDGET_COLOR, "budget " + formatBytes(data.plan.budget_bytes));
   }
   function fullXRange() {
     let end = 0;
@@ -357,143 +330,248 @@
     return [0, Math.max(end, 1)];
   }
 
-  // Shift+drag pans instead of selecting: the listener runs in the capture
-  // phase on uPlot's root, before uPlot's own drag-to-zoom sees the event.
-  function enablePan(u) {
-    u.root.addEventListener(
-      "mousedown",
-      (e) => {
-        if (!e.shiftKey || !u.over.contains(e.target)) return;
-        e.stopPropagation();
-        e.preventDefault();
-        const startX = e.clientX;
-        const { min, max } = u.scales.x;
-        const width = u.over.clientWidth;
-        function move(ev) {
-          const shift = ((startX - ev.clientX) / width) * (max - min);
-          setAllX(min + shift, max + shift);
-        }
-        function up() {
-          window.removeEventListener("mousemove", move);
-          window.removeEventListener("mouseup", up);
-        }
-        window.addEventListener("mousemove", move);
-        window.addEventListener("mouseup", up);
-      },
-      true
-    );
+  // The y range for x in [min, max]: zero to the highest corner in view (the
+  // one held into the view from its left included), the plan's lines and 10%
+  // headroom.
+  function yRange(chart, min, max) {
+    const xs = chart.xs, top = chart.top;
+    let highest = Math.max(chart.extraMax, 1);
+    for (let i = 0; i < xs.length && xs[i] <= max; i++)
+      if (xs[i] >= min || (i + 1 < xs.length && xs[i + 1] > min)) highest = Math.max(highest, top[i]);
+    return [0, highest * 1.1];
+  }
+  function setAllX(min, max) {
+    for (const chart of charts) chart.graph.updateOptions({ dateWindow: [min, max], valueRange: yRange(chart, min, max) });
+    // The pointer now points at other data: the cursor and tooltip follow.
+    if (lastHover) hover(lastHover.chart, lastHover.event);
   }
 
-  function chartOptions(container, height, series, xLabel, extraMax, draw, drawClear, onCursor) {
-    return {
-      width: chartWidth(container),
-      height,
-      series,
-      scales: { x: { time: false }, y: { range: yRange(extraMax) } },
-      axes: axes(xLabel),
-      legend: { show: false },
-      cursor: { sync: { key: "acprof-x", setSeries: false }, drag: { x: true, y: false }, points: { show: false } },
-      hooks: {
-        drawClear: [drawClear],
-        draw: [draw],
-        setCursor: [onCursor],
-        setScale: [syncScaleHook],
-      },
-    };
-  }
-
-  // Cumulative per-category corners, top of the stack first: each series fills
-  // down to zero and the ones drawn later (lower in the stack) cover the rest.
-  function stackedData(profile) {
-    const n = profile.chart.x.length;
-    const cumulative = [];
-    let running = new Array(n).fill(0);
-    for (const bytes of profile.chart.bytes) {
-      running = running.map((v, i) => v + bytes[i]);
-      cumulative.push(running);
+  // The sample whose corners [xs[2k], xs[2k+1]) cover x in [lo, hi), the
+  // highest where several do: one pixel column can hold many samples, and the
+  // one a person points at is the top of the area drawn there.
+  function sampleAt(chart, lo, hi) {
+    const xs = chart.xs, samples = xs.length / 2;
+    let first = 0, last = samples;  // first sample that ends after lo
+    while (first < last) {
+      const mid = (first + last) >> 1;
+      if (xs[2 * mid + 1] > lo) last = mid;
+      else first = mid + 1;
     }
-    return [profile.chart.x].concat(cumulative.slice().reverse());
+    let best = -1;
+    for (let k = first; k < samples && xs[2 * k] < hi; k++)
+      if (best < 0 || chart.top[2 * k] > chart.top[2 * best]) best = k;
+    return best;
   }
 
-  function stackedChart(parent, profile, title, showPlan) {
+  // Pointer position in the chart canvas's coordinates (those of toDomXCoord).
+  function canvasPoint(chart, event) {
+    const box = chart.graph.graphDiv.getBoundingClientRect();
+    return { x: event.clientX - box.left, y: event.clientY - box.top };
+  }
+  function insidePlot(area, p) {
+    return p.x >= area.x && p.x <= area.x + area.w && p.y >= area.y && p.y <= area.y + area.h;
+  }
+  function overlayBox(chart, className) {
+    const box = el("div", className);
+    box.style.display = "none";
+    chart.graph.graphDiv.appendChild(box);
+    return box;
+  }
+  function placeBox(box, left, top, width, height) {
+    box.style.left = left + "px";
+    box.style.top = top + "px";
+    box.style.width = width + "px";
+    box.style.height = height + "px";
+    box.style.display = "block";
+  }
+
+  // The cursor: a vertical line at the same x in every chart, a horizontal
+  // one in the chart under the pointer, and that chart's tooltip.
+  let lastHover = null;  // {chart, event} while the pointer is over a plot
+  function hover(chart, event) {
+    const g = chart.graph, area = g.getArea(), p = canvasPoint(chart, event);
+    if (!insidePlot(area, p)) return unhover();
+    lastHover = { chart, event };
+    const x = g.toDataXCoord(p.x);
+    for (const other of charts) {
+      const oa = other.graph.getArea(), ox = other.graph.toDomXCoord(x);
+      if (ox >= oa.x && ox <= oa.x + oa.w) placeBox(other.cursorX, Math.round(ox), oa.y, 0, oa.h);
+      else other.cursorX.style.display = "none";
+      if (other === chart) placeBox(other.cursorY, oa.x, Math.round(p.y), oa.w, 0);
+      else other.cursorY.style.display = "none";
+    }
+    const sample = sampleAt(chart, g.toDataXCoord(p.x - 0.5), g.toDataXCoord(p.x + 0.5));
+    if (sample < 0) return hideTooltip();
+    showTooltip(event, chart.tooltipRows(sample));
+  }
+  function unhover() {
+    lastHover = null;
+    for (const chart of charts) {
+      chart.cursorX.style.display = "none";
+      chart.cursorY.style.display = "none";
+    }
+    hideTooltip();
+  }
+
+  // Drag across a chart to zoom every chart to that x range; shift+drag pans
+  // them all; double-click shows the whole iteration again.
+  function startDrag(chart, event) {
+    const g = chart.graph, area = g.getArea(), start = canvasPoint(chart, event);
+    if (event.button !== 0 || !insidePlot(area, start)) return;
+    event.preventDefault();  // no text selection while dragging
+    const startX = start.x;
+    const [min, max] = g.xAxisRange();
+    const panning = event.shiftKey;
+    const clampX = (x) => Math.max(area.x, Math.min(x, area.x + area.w));
+    function move(e) {
+      const x = canvasPoint(chart, e).x;
+      if (panning) {
+        const shift = ((startX - x) / area.w) * (max - min);
+        setAllX(min + shift, max + shift);
+      } else {
+        const end = clampX(x);
+        placeBox(chart.selection, Math.min(startX, end), area.y, Math.abs(end - startX), area.h);
+      }
+    }
+    function up(e) {
+      window.removeEventListener("mousemove", move);
+      window.removeEventListener("mouseup", up);
+      chart.selection.style.display = "none";
+      if (panning) return;
+      const end = clampX(canvasPoint(chart, e).x);
+      // A click, or a shaky one, is not a zoom.
+      if (Math.abs(end - startX) < 5) return;
+      setAllX(g.toDataXCoord(Math.min(startX, end)), g.toDataXCoord(Math.max(startX, end)));
+    }
+    window.addEventListener("mousemove", move);
+    window.addEventListener("mouseup", up);
+  }
+
+  // spec: {labels, colors, rows, top (per corner: the highest series), height,
+  // xLabel, extraMax, drawUnder(g, ctx), drawOver(g, ctx), tooltipRows(sample),
+  // and dygraphs options of its own}.
+  function makeChart(parent, title, name, spec) {
     const box = el("section", "chart-box");
     box.appendChild(el("h2", null, title));
     const container = el("div", "chart");
-    container.dataset.chart = profile.label;
+    container.dataset.chart = name;
+    const plot = el("div", "chart-plot");
+    container.appendChild(plot);
     box.appendChild(container);
     parent.appendChild(box);
-    const series = [{ label: "event" }];
-    for (let i = categories.length - 1; i >= 0; i--)
-      series.push({ label: categories[i].name, stroke: categories[i].color, fill: categories[i].color, width: 0,
-                    points: { show: false } });
-    const onCursor = (u) => {
-      const idx = u.cursor.idx;
-      if (u !== hoveredChart) return;
-      if (idx === null || idx === undefined || u.cursor.left < 0) return hideTooltip();
-      const sample = idx >> 1;
-      const rows = stepRows(profile, sample);
-      let total = 0;
-      for (let i = categories.length - 1; i >= 0; i--) {
-        const bytes = profile.chart.bytes[i][idx];
-        total += bytes;
-        if (bytes) rows.push(bytesRow(categories[i].color, categories[i].name, bytes));
-      }
-      rows.push(bytesRow("transparent", "total", total, "tip-total"));
-      showTooltip(u, rows);
-    };
-    const xLabel = profile.label === "after" ? "allocator event (aligned to before, phase by phase)" : "allocator event";
-    const opts = chartOptions(container, 340, series, xLabel, planExtraMax(showPlan),
-      (u) => {
-        drawHighlights(u, profile.highlights);
-        drawPlan(u, showPlan);
-        drawPeak(u, profile.peak, "#000");
+    const chart = { xs: spec.rows.map((row) => row[0]), top: spec.top, extraMax: spec.extraMax,
+                    height: spec.height, container, tooltipRows: spec.tooltipRows };
+    // dygraphs cannot draw an empty data set; a profile without events gets an empty chart.
+    const rows = spec.rows.length ? spec.rows : [spec.labels.map(() => 0)];
+    const [min, max] = fullXRange();
+    const options = Object.assign({
+      width: chartWidth(container),
+      height: spec.height,
+      labels: spec.labels,
+      colors: spec.colors,
+      dateWindow: [min, max],
+      valueRange: yRange(chart, min, max),
+      legend: "never",
+      xlabel: spec.xLabel,
+      ylabel: "live bytes",
+      axisLabelFontSize: 12,
+      highlightCircleSize: 0,
+      gridLineColor: "#e3e3e3",
+      axes: {
+        x: { axisLabelFormatter: eventTickLabel, pixelsPerLabel: 50 },
+        y: { ticker: byteTicks, axisLabelWidth: 80 },
       },
-      (u) => drawPhases(u, profile), onCursor);
-    const u = new uPlot(opts, stackedData(profile), container);
-    trackHover(u);
-    enablePan(u);
-    charts.push(u);
-    return u;
+      interactionModel: {
+        mousedown: (event) => startDrag(chart, event),
+        dblclick: () => setAllX(...fullXRange()),
+      },
+      underlayCallback: (ctx, area, g) => spec.drawUnder(g, ctx),
+      plugins: [{ activate: (g) => ({ didDrawChart: (e) => spec.drawOver(g, e.drawingContext) }) }],
+    }, spec.options);
+    chart.graph = new Dygraph(plot, rows, options);
+    chart.cursorX = overlayBox(chart, "cursor-x");
+    chart.cursorY = overlayBox(chart, "cursor-y");
+    chart.selection = overlayBox(chart, "selection");
+    chart.graph.graphDiv.addEventListener("mousemove", (event) => hover(chart, event));
+    chart.graph.graphDiv.addEventListener("mouseleave", unhover);
+    charts.push(chart);
+    window.acprofCharts.push(chart.graph);
+    return chart;
+  }
+
+  // Cumulative per-category corners, bottom of the stack first: every series
+  // fills down to zero and dygraphs fills the first series last, so each
+  // category covers the part of the ones above it that lies below its top.
+  function stackedRows(profile) {
+    return profile.chart.x.map((x, i) => {
+      const row = [x];
+      let running = 0;
+      for (const bytes of profile.chart.bytes) row.push((running += bytes[i]));
+      return row;
+    });
+  }
+
+  function stackedChart(parent, profile, title, showPlan) {
+    const rows = stackedRows(profile);
+    return makeChart(parent, title, profile.label, {
+      labels: ["event"].concat(categories.map((c) => c.name)),
+      colors: categories.map((c) => c.color),
+      rows,
+      top: rows.map((row) => row[row.length - 1]),
+      height: 340,
+      xLabel: profile.label === "after" ? "allocator event (aligned to before, phase by phase)" : "allocator event",
+      extraMax: planExtraMax(showPlan),
+      drawUnder: (g, ctx) => drawPhases(g, ctx, profile),
+      drawOver: (g, ctx) => {
+        drawHighlights(g, ctx, profile.highlights);
+        drawPlan(g, ctx, showPlan);
+        drawPeak(g, ctx, profile.peak, "#000");
+      },
+      tooltipRows: (sample) => {
+        const rows = stepRows(profile, sample);
+        let total = 0;
+        for (let i = categories.length - 1; i >= 0; i--) {
+          const bytes = profile.chart.bytes[i][2 * sample];
+          total += bytes;
+          if (bytes) rows.push(bytesRow(categories[i].color, categories[i].name, bytes));
+        }
+        rows.push(bytesRow("transparent", "total", total, "tip-total"));
+        return rows;
+      },
+      // Areas only, opaque: the stack is the picture, lines would blur its edges.
+      options: { fillGraph: true, fillAlpha: 1, plotter: [Dygraph.Plotters.fillPlotter] },
+    });
   }
 
   function overlayChart(parent) {
     const before = data.profiles[0], after = data.profiles[1], overlay = data.overlay;
-    const box = el("section", "chart-box");
-    box.appendChild(el("h2", null, "Total live bytes, before and after"));
-    const container = el("div", "chart");
-    container.dataset.chart = "overlay";
-    box.appendChild(container);
-    parent.appendChild(box);
-    const series = [
-      { label: "event" },
-      { label: "before", stroke: BEFORE_COLOR, width: 2, fill: "rgba(85,85,85,0.08)", points: { show: false } },
-      { label: "after", stroke: AFTER_COLOR, width: 2, points: { show: false } },
-    ];
-    const onCursor = (u) => {
-      const idx = u.cursor.idx;
-      if (u !== hoveredChart) return;
-      if (idx === null || idx === undefined || u.cursor.left < 0) return hideTooltip();
-      const merged = idx >> 1;
-      const rows = stepRows(before, overlay.before_sample[merged], "before: ");
-      rows.push(bytesRow(BEFORE_COLOR, "before total", overlay.before[idx], "tip-total"));
-      for (const row of stepRows(after, overlay.after_sample[merged], "after: ")) rows.push(row);
-      rows.push(bytesRow(AFTER_COLOR, "after total", overlay.after[idx], "tip-total"));
-      showTooltip(u, rows);
-    };
-    const opts = chartOptions(container, 280, series, "allocator event of before (after aligned phase by phase)",
-      planExtraMax(true),
-      (u) => {
-        drawHighlights(u, before.highlights);
-        drawPlan(u, true);
-        drawPeak(u, before.peak, BEFORE_COLOR);
-        drawPeak(u, after.peak, AFTER_COLOR);
+    return makeChart(parent, "Total live bytes, before and after", "overlay", {
+      labels: ["event", "before", "after"],
+      colors: [BEFORE_COLOR, AFTER_COLOR],
+      rows: overlay.x.map((x, i) => [x, overlay.before[i], overlay.after[i]]),
+      top: overlay.x.map((x, i) => Math.max(overlay.before[i], overlay.after[i])),
+      height: 280,
+      xLabel: "allocator event of before (after aligned phase by phase)",
+      extraMax: planExtraMax(true),
+      drawUnder: (g, ctx) => drawPhases(g, ctx, before),
+      drawOver: (g, ctx) => {
+        drawHighlights(g, ctx, before.highlights);
+        drawPlan(g, ctx, true);
+        drawPeak(g, ctx, before.peak, BEFORE_COLOR);
+        drawPeak(g, ctx, after.peak, AFTER_COLOR);
       },
-      (u) => drawPhases(u, before), onCursor);
-    const u = new uPlot(opts, [overlay.x, overlay.before, overlay.after], container);
-    trackHover(u);
-    enablePan(u);
-    charts.push(u);
-    return u;
+      tooltipRows: (merged) => {
+        const rows = stepRows(before, overlay.before_sample[merged], "before: ");
+        rows.push(bytesRow(BEFORE_COLOR, "before total", overlay.before[2 * merged], "tip-total"));
+        for (const row of stepRows(after, overlay.after_sample[merged], "after: ")) rows.push(row);
+        rows.push(bytesRow(AFTER_COLOR, "after total", overlay.after[2 * merged], "tip-total"));
+        return rows;
+      },
+      options: {
+        strokeWidth: 2,
+        series: { before: { fillGraph: true, fillAlpha: 0.08 } },
+      },
+    });
   }
 
   function renderControls(parent) {
@@ -506,7 +584,7 @@
     const right = el("button", null, "Pan ▶");
     right.type = "button";
     function pan(direction) {
-      const { min, max } = charts[0].scales.x;
+      const [min, max] = charts[0].graph.xAxisRange();
       const shift = ((max - min) / 2) * direction;
       setAllX(min + shift, max + shift);
     }
@@ -594,11 +672,12 @@
   }
   renderTables();
 
-  window.addEventListener("resize", () => {
-    for (const chart of charts) {
-      const container = chart.root.parentNode;
-      chart.setSize({ width: chartWidth(container), height: chart.height });
-    }
-  });
+  // Sized once the whole page is there: a scrollbar that the later charts or
+  // the tables bring narrows the page after the first charts were drawn.
+  function fitChartsToPage() {
+    for (const chart of charts) chart.graph.resize(chartWidth(chart.container), chart.height);
+  }
+  fitChartsToPage();
+  window.addEventListener("resize", fitChartsToPage);
   document.body.dataset.rendered = "true";
 })();

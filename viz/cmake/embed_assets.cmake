@@ -1,28 +1,24 @@
-# Build-time embedding of text assets (uPlot, the report's own script and style)
-# into a generated C++ source, so the HTML reports are self-contained.
+# Build-time embedding of text assets (dygraphs, the report's own script and
+# style) into a generated C++ source, so the HTML reports are self-contained.
 
-# Stops the configure step unless node_modules holds the version of `package`
-# that package-lock.json pins: a stale or missing copy would silently change
-# what every report embeds.
-function(acprof_check_npm_package package node_modules lock_file)
-  set(fix "run `npm ci` in ${CMAKE_SOURCE_DIR}")
-  set(manifest ${node_modules}/${package}/package.json)
-  if(NOT EXISTS ${manifest})
-    message(FATAL_ERROR "viz: ${node_modules}/${package} is missing (the report pages embed it); ${fix}")
+# Stops the configure step unless Debian's libjs-dygraphs is installed: the
+# report pages embed its script, its style and its copyright file. `js` is
+# the minified script; its licence header names the release, and report.js is
+# written against the 2.x API, so another major version stops here too.
+function(acprof_check_dygraphs js)
+  set(fix "install it with `apt-get install libjs-dygraphs` (scripts/setup.sh does)")
+  foreach(file ${js} ${ARGN})
+    if(NOT EXISTS ${file})
+      message(FATAL_ERROR "viz: ${file} is missing (the report pages embed dygraphs); ${fix}")
+    endif()
+  endforeach()
+  file(READ ${js} header LIMIT 200)
+  string(REGEX MATCH "dygraphs/blob/v([0-9.]+)/" _ "${header}")
+  set(version ${CMAKE_MATCH_1})
+  if(NOT version MATCHES "^2\\.")
+    message(FATAL_ERROR "viz: ${js} is dygraphs '${version}', not the 2.x that viz/assets/report.js is written for; ${fix}")
   endif()
-  file(READ ${manifest} manifest_text)
-  string(REGEX MATCH "\"version\": *\"([^\"]+)\"" _ "${manifest_text}")
-  set(installed ${CMAKE_MATCH_1})
-  file(READ ${lock_file} lock_text)
-  string(REGEX MATCH "\"node_modules/${package}\": *{[^}]*\"version\": *\"([^\"]+)\"" _ "${lock_text}")
-  set(pinned ${CMAKE_MATCH_1})
-  if(NOT pinned)
-    message(FATAL_ERROR "viz: ${lock_file} does not pin ${package}; restore package-lock.json from git")
-  endif()
-  if(NOT installed STREQUAL pinned)
-    message(FATAL_ERROR "viz: node_modules has ${package} ${installed} but package-lock.json pins ${pinned}; ${fix}")
-  endif()
-  set_property(DIRECTORY ${CMAKE_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${manifest} ${lock_file})
+  message(STATUS "viz: embedding dygraphs ${version} from ${js}")
 endfunction()
 
 # acprof_embed_assets(<output.cpp> <name> <file> [<name> <file>...])
@@ -36,7 +32,7 @@ function(acprof_embed_assets output)
   while(args)
     list(POP_FRONT args name file)
     if(NOT EXISTS ${file})
-      message(FATAL_ERROR "viz: ${file} is missing (the report pages embed it); run `npm ci` in ${CMAKE_SOURCE_DIR}")
+      message(FATAL_ERROR "viz: ${file} is missing (the report pages embed it)")
     endif()
     file(READ ${file} hex HEX)
     string(LENGTH "${hex}" hex_length)

@@ -5,10 +5,12 @@
 
 namespace acprof::viz::assets {
 
-extern const std::string_view kUplotJs;       // node_modules/uplot/dist/uPlot.iife.min.js
-extern const std::string_view kUplotCss;      // node_modules/uplot/dist/uPlot.min.css
-extern const std::string_view kUplotLicense;  // node_modules/uplot/LICENSE
-extern const std::string_view kReportJs;      // viz/assets/report.js
-extern const std::string_view kReportCss;     // viz/assets/report.css
+// From Debian's libjs-dygraphs:
+extern const std::string_view kDygraphJs;         // /usr/share/javascript/dygraphs/dygraph.min.js
+extern const std::string_view kDygraphCss;        // /usr/share/javascript/dygraphs/dygraph.min.css
+extern const std::string_view kDygraphCopyright;  // /usr/share/doc/libjs-dygraphs/copyright
+// acprof's own:
+extern const std::string_view kReportJs;   // viz/assets/report.js
+extern const std::string_view kReportCss;  // viz/assets/report.css
 
 }  // namespace acprof::viz::assets

@@ -1,4 +1,4 @@
-// The self-contained HTML pages: uPlot, its licence, the report's script and
+// The self-contained HTML pages: dygraphs, its licence, the report's script and
 // style and the page data, all inline.
 #include <stdexcept>
 #include <string>
@@ -16,16 +16,16 @@ std::string htmlPage(const nlohmann::json& data, const std::string& static_secti
   using namespace viz::assets;
   // The licence travels as a comment in front of the code it covers; a "*/"
   // in it would end the comment early and break the page.
-  if (kUplotLicense.find("*/") != std::string_view::npos)
-    throw std::logic_error("the embedded uPlot LICENSE contains '*/'; embed it another way");
+  if (kDygraphCopyright.find("*/") != std::string_view::npos)
+    throw std::logic_error("the embedded dygraphs copyright file contains '*/'; embed it another way");
   std::string page;
-  page.reserve(kUplotJs.size() + kReportJs.size() + 4096);
+  page.reserve(kDygraphJs.size() + kReportJs.size() + 4096);
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   page += "<meta name=\"generator\" content=\"acprof\">\n";
   page += "<title>acprof: " + viz::escapeMarkupText(data.value("title", "")) + "</title>\n";
   page += "<style>\n";
-  page += kUplotCss;
+  page += kDygraphCss;
   page += "\n</style>\n<style>\n";
   page += kReportCss;
   page += "\n</style>\n</head>\n<body>\n";
@@ -34,10 +34,10 @@ std::string htmlPage(const nlohmann::json& data, const std::string& static_secti
   page += static_section;
   page += "<script type=\"application/json\" id=\"acprof-data\">";
   page += viz::jsonForScriptElement(data);
-  page += "</script>\n<script>\n/*! uPlot, embedded by acprof. Licence:\n";
-  page += kUplotLicense;
+  page += "</script>\n<script>\n/*! dygraphs, embedded by acprof. Copyright and licence (Debian's libjs-dygraphs):\n";
+  page += kDygraphCopyright;
   page += "*/\n";
-  page += kUplotJs;
+  page += kDygraphJs;
   page += "\n</script>\n<script>\n";
   page += kReportJs;
   page += "\n</script>\n</body>\n</html>\n";

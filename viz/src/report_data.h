@@ -1,6 +1,6 @@
 // The data a report page draws, as the JSON that viz/assets/report.js reads.
 // Step-shaped series are sent as explicit corner points (x, value held until
-// the next x), because uPlot's stepped path builder is slow at 100k points.
+// the next x), so the page draws them as plain polylines and areas.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -3,8 +3,9 @@
 // Every renderer reads only the profile and plan formats and returns the whole
 // file as a string; callers write it with acprof::writeFileAtomically. The
 // guarantees:
-//   - HTML reports are one self-contained file that works offline: uPlot and
-//     its licence are compiled into the binary, no script or style is fetched.
+//   - HTML reports are one self-contained file that works offline: dygraphs
+//     (Debian's libjs-dygraphs) and its licence are compiled into the binary,
+//     no script or style is fetched.
 //   - Names from the model (ops, scopes, tensor names) are data, never markup:
 //     they are embedded as JSON with <, >, &, U+2028 and U+2029 escaped and
 //     shown with textContent, so no name can end the <script> element or
