@@ -52,6 +52,10 @@ int runApp(CLI::App& app, int argc, char** argv, const InternalErrorText& intern
     if (i > 0) g_command_line += ' ';
     g_command_line += i == 0 ? std::string("acprof") : std::string(argv[i]);
   }
+  // Answered as soon as it is parsed: the app otherwise asks for a subcommand first.
+  app.add_flag_callback("--version", [] { throw CLI::CallForVersion(ACPROF_VERSION_TEXT, 0); },
+                        "Print acprof's version, the LibTorch it runs on and whether CUDA is compiled in")
+      ->trigger_on_parse();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

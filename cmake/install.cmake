@@ -13,10 +13,13 @@ include(CMakePackageConfigHelpers)
 set(ACPROF_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/acprof)
 
 # Installed binaries find libacprof_ops.so beside them and LibTorch where it
-# was linked from (outside the system directories, e.g. a downloaded 2.x).
-set_target_properties(acprof acprof_torch PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
-                                                     INSTALL_RPATH_USE_LINK_PATH ON)
-set_target_properties(acprof_ops PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+# was linked from: the pip torch's lib/ (linked by full path, so the link path
+# alone does not name it; torch's own libraries find the nvidia-* wheels).
+get_filename_component(ACPROF_TORCH_LIBRARY_DIR ${TORCH_LIBRARY} DIRECTORY)
+set_target_properties(acprof acprof_torch PROPERTIES
+                      INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${ACPROF_TORCH_LIBRARY_DIR}"
+                      INSTALL_RPATH_USE_LINK_PATH ON)
+set_target_properties(acprof_ops PROPERTIES INSTALL_RPATH "${ACPROF_TORCH_LIBRARY_DIR}" INSTALL_RPATH_USE_LINK_PATH ON)
 
 # acprof starts acprof-torch, beside it, for profile and rewrite (cli/front_main.cpp).
 install(TARGETS acprof acprof_torch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job on the bundled default model: installs everything (apt, npm),
+# The main job on the bundled default model: installs everything (apt, and torch into .venv),
 # builds, exports the GPT-style decoder (6 layers, 128 wide, 8 x 256 tokens) and
 # runs profile -> plan ->
 # rewrite in demo/, exactly as a user types them there.
@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 mkdir -p demo
-/usr/bin/python3 models/export_all.py --set demo --out demo
+.venv/bin/python models/export_all.py --set demo --out demo
 acprof="$(pwd)/build/cli/acprof"
 cd demo
 "$acprof" profile gpt_traced.pt

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what acprof needs on Debian 12 (apt and npm only) and builds it.
+# Installs what acprof needs on Debian 12 and builds it.
+#   apt:  compilers, the C++ libraries, chromium and its driver (browser test), dygraphs (charts)
+#   pip:  torch and torchvision (requirements.txt) into the project venv .venv; LibTorch is that torch's
 #   scripts/setup.sh            install dependencies, configure and build into build/
 #   scripts/setup.sh --deps     install dependencies only
 set -euo pipefail
@@ -7,13 +9,11 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential cmake ninja-build git
-  libtorch-dev nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev   # the C++ build
-  python3 python3-torch python3-torchvision                             # exporting reference models
+  nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev               # the C++ build
+  libjs-dygraphs                                                        # viz: the report's charts, embedded at build time
   clang-14 libclang-rt-14-dev                                           # fuzz/: ASan, UBSan, libFuzzer
-  chromium                                                              # viz: the browser test
+  chromium chromium-driver python3-selenium                             # viz: the browser test
 )
-# The machine image may already carry Node.js and npm outside apt; use apt's only if none.
-command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(nodejs npm)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -27,12 +27,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The charting library embedded into report pages, pinned by package-lock.json.
-if [ -f package-lock.json ] && [ ! -f node_modules/.package-lock.json -o package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+# The project venv: torch (and so LibTorch) and what the model exporters import.
+# Re-installed only when requirements.txt is newer than the venv's stamp.
+PYTHON_FOR_VENV="${ACPROF_VENV_PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "acprof setup: creating .venv with $("$PYTHON_FOR_VENV" --version)"
+  "$PYTHON_FOR_VENV" -m venv .venv
+fi
+if [ ! -f .venv/.acprof-requirements -o requirements.txt -nt .venv/.acprof-requirements ]; then
+  echo "acprof setup: pip install -r requirements.txt into .venv (torch is several GB the first time)"
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+  touch .venv/.acprof-requirements
 fi
 
 [ "${1:-}" = "--deps" ] && exit 0
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DACPROF_PYTHON="$(pwd)/.venv/bin/python" \
+    | { grep "^-- acprof" || true; }
 cmake --build build -j "$(nproc)"

@@ -5,5 +5,5 @@
 # --results DIR, --acprof PATH, --force). Build acprof first (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Debian's python: torch and torchvision come from apt (scripts/setup.sh), never from pip.
-exec /usr/bin/python3 scripts/zoo.py "$@"
+# The project venv's python (scripts/setup.sh): the torch acprof is built on exports the models.
+exec .venv/bin/python scripts/zoo.py "$@"

@@ -47,6 +47,15 @@ TEST(ProfileCli, GptDecoderProfilesEndToEndWithExplicitSpecs) {
   EXPECT_GT(optimizer_state, 0);
 }
 
+// --version names the LibTorch acprof was built on and whether CUDA is compiled in,
+// as CMake found them (the test is built in the same configuration).
+TEST(ProfileCli, VersionNamesTheLibTorchAndWhetherCudaIsCompiledIn) {
+  const auto result = runAcprof("--version");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, std::string(ACPROF_EXPECTED_VERSION_TEXT) + "\n");
+  EXPECT_NE(result.out.find(std::string("LibTorch ") + TORCH_VERSION), std::string::npos) << result.out;
+}
+
 // Every bad input: exit non-zero, one line on stderr naming the problem, no output file.
 struct BadInput {
   const char* name;
@@ -129,7 +138,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"NoFloatingOutput", "profile integer_output.pt --input 'float32[2,4]' -o out.json",
                  "no floating-point tensor"},
         BadInput{"NothingToTrain", "profile untrainable.pt --input 'float32[2,4]' -o out.json",
-                 "does not require grad"}),
+                 "does not require grad"},
+        // CI and the developers' machines have no GPU; the CUDA build still loads there.
+        BadInput{"CudaWithoutAGpu", "profile MLP --device cuda -o out.json",
+                 "no CUDA GPU is visible to this process"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -1,0 +1,53 @@
+# LibTorch from a pip torch (the project venv's, made by scripts/setup.sh, or the
+# GPU machine's python3). Sets ACPROF_PYTHON (the interpreter that has that torch,
+# used to export the reference models) and ACPROF_TORCH_HAS_CUDA, and runs
+# find_package(Torch).
+#
+# A pip torch built with CUDA needs the CUDA toolkit's headers at configure time
+# (/usr/local/cuda here) and takes its NVRTC from the nvidia-* wheels beside it,
+# which Caffe2's config does not look in; both are pointed at here, once.
+
+if(NOT ACPROF_PYTHON AND EXISTS ${CMAKE_SOURCE_DIR}/.venv/bin/python)
+  set(ACPROF_PYTHON ${CMAKE_SOURCE_DIR}/.venv/bin/python CACHE FILEPATH "Python with torch")
+endif()
+find_program(ACPROF_PYTHON NAMES python3 REQUIRED)
+
+execute_process(
+  COMMAND ${ACPROF_PYTHON} -c "import os, torch; print(torch.utils.cmake_prefix_path); print(os.path.dirname(os.path.dirname(torch.__file__)))"
+  OUTPUT_VARIABLE torch_paths OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE torch_found)
+if(NOT torch_found EQUAL 0)
+  message(FATAL_ERROR "acprof: ${ACPROF_PYTHON} cannot import torch; run scripts/setup.sh (it makes .venv with torch)")
+endif()
+string(REPLACE "\n" ";" torch_paths "${torch_paths}")
+list(GET torch_paths 0 torch_cmake_prefix)
+list(GET torch_paths 1 torch_site_packages)
+list(APPEND CMAKE_PREFIX_PATH ${torch_cmake_prefix})
+
+if(NOT CUDA_TOOLKIT_ROOT_DIR AND EXISTS /usr/local/cuda/include/cuda.h)
+  set(CUDA_TOOLKIT_ROOT_DIR /usr/local/cuda CACHE PATH "CUDA toolkit for a CUDA LibTorch")
+endif()
+if(NOT CUDA_nvrtc_LIBRARY)
+  file(GLOB pip_nvrtc ${torch_site_packages}/nvidia/*/lib/libnvrtc.so.* ${torch_site_packages}/nvidia/cuda_nvrtc/lib/libnvrtc.so.*)
+  list(FILTER pip_nvrtc EXCLUDE REGEX "builtins|alt")
+  if(pip_nvrtc)
+    list(GET pip_nvrtc 0 pip_nvrtc)
+    set(CUDA_nvrtc_LIBRARY ${pip_nvrtc} CACHE FILEPATH "NVRTC of the pip torch's CUDA wheels")
+  endif()
+endif()
+
+find_package(Torch REQUIRED)
+if(Torch_VERSION VERSION_LESS 2.0)
+  message(FATAL_ERROR "acprof: LibTorch ${Torch_VERSION} is older than 2.0; run scripts/setup.sh, which builds on the venv's torch")
+endif()
+# Caffe2's config fills TORCH_CUDA_LIBRARIES exactly when the build has CUDA.
+if(TORCH_CUDA_LIBRARIES)
+  set(ACPROF_TORCH_HAS_CUDA ON)
+else()
+  set(ACPROF_TORCH_HAS_CUDA OFF)
+endif()
+message(STATUS "acprof: LibTorch ${Torch_VERSION}, CUDA compiled in: ${ACPROF_TORCH_HAS_CUDA}")
+message(STATUS "acprof: Python for the model exporters: ${ACPROF_PYTHON}")
+
+# LibTorch 2.14's headers need C++20 (ATen.h stops a C++17 compile); the torch-free
+# stages stay C++17, so only what links torch is compiled as C++20.
+set_property(TARGET torch APPEND PROPERTY INTERFACE_COMPILE_FEATURES cxx_std_20)
