@@ -39,9 +39,23 @@ struct PreparedRun {
   std::string autocast;   // "" or the dtype forward runs under
 };
 
+// forward's leading arguments that take a tensor: --input makes tensors only, so an
+// argument of another type (2.x's nn.TransformerEncoder ends with is_causal:
+// Optional[bool]) and every one after it is left to its default.
+size_t tensorArgumentCount(const torch::jit::Graph& graph) {
+  size_t count = 0;
+  for (size_t i = 1; i < graph.inputs().size(); ++i) {
+    c10::TypePtr type = graph.inputs()[i]->type();
+    if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+    if (!type->isSubtypeOf(*c10::TensorType::get())) break;
+    ++count;
+  }
+  return count;
+}
+
 std::string forwardSignature(const torch::jit::Graph& graph) {
   std::string names;
-  for (size_t i = 1; i < graph.inputs().size(); ++i)
+  for (size_t i = 1; i <= tensorArgumentCount(graph); ++i)
     names += (names.empty() ? "" : ", ") + graph.inputs()[i]->debugName();
   return names;
 }
@@ -53,10 +67,10 @@ PreparedRun prepare(const RecordOptions& options, const torch::jit::Module& modu
   PreparedRun run;
   const StoredSpecs stored = readStoredSpecs(options.model_path);
   std::vector<std::string> spec_texts = options.run.input_specs.empty() ? stored.inputs : options.run.input_specs;
-  const size_t most = graph.inputs().size() - 1, least = requiredForwardArguments(module);
+  const size_t most = tensorArgumentCount(graph), least = requiredForwardArguments(module);
   if (spec_texts.empty()) {
     std::string example;
-    for (size_t i = 1; i < graph.inputs().size(); ++i) example += " --input float32[...]";
+    for (size_t i = 1; i <= std::max<size_t>(most, 1); ++i) example += " --input float32[...]";
     throw RecordError(fmt::format("{}: the model does not record its input shapes; pass one --input per forward "
                                   "argument ({}), e.g.{}",
                                   options.model_path, forwardSignature(graph), example));
@@ -265,7 +279,9 @@ Profile recordProfile(const RecordOptions& options) {
   if (options.run.device != "cpu" && options.run.device.rfind("cuda", 0) != 0)
     throw RecordError(fmt::format("unknown device '{}'; use cpu or cuda", options.run.device));
   if (options.run.device.rfind("cuda", 0) == 0 && !at::hasCUDA())
-    throw RecordError("--device cuda, but this LibTorch has no CUDA device available; use --device cpu");
+    throw RecordError(
+        "--device cuda, but no CUDA GPU is visible to this process (none installed, or hidden by "
+        "CUDA_VISIBLE_DEVICES); run on a machine with a GPU, or use --device cpu");
 
   const IntraOpThreadsGuard threads(options.run.intra_op_threads);
   progress("loading " + options.model_path);
