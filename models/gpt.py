@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from attention import SelfAttention
 from feed_forward import FeedForward
+from sdpa_attention import SdpaSelfAttention
 from specs import TrainingSpecs
 
 
@@ -30,6 +31,9 @@ class GptConfig:
     seq_len: int = 32
     vocab: int = 128
     dropout: float = 0.1
+    # "written_out": matmul, mask and softmax (attention.py); "sdpa": one
+    # F.scaled_dot_product_attention call (sdpa_attention.py), as PyTorch 2.x models have.
+    attention: str = "written_out"
 
 
 # GPT-2 small's shape (124M with a tied head; 163M here, untied).
@@ -40,7 +44,10 @@ class DecoderBlock(nn.Module):
     def __init__(self, config: GptConfig):
         super().__init__()
         self.ln1 = nn.LayerNorm(config.width)
-        self.attention = SelfAttention(config.width, config.heads, config.dropout, causal_len=config.seq_len)
+        if config.attention == "sdpa":
+            self.attention = SdpaSelfAttention(config.width, config.heads, config.dropout)
+        else:
+            self.attention = SelfAttention(config.width, config.heads, config.dropout, causal_len=config.seq_len)
         self.residual_dropout = nn.Dropout(config.dropout)
         self.ln2 = nn.LayerNorm(config.width)
         self.mlp = FeedForward(config.width, config.dropout)

@@ -21,6 +21,8 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
         "gpt_traced.pt": ("gpt_small", "traced"),
         "gpt_scripted.pt": ("gpt_small", "scripted"),
         "gpt_long_traced.pt": ("gpt_long", "traced"),
+        "gpt_sdpa_traced.pt": ("gpt_sdpa", "traced"),
+        "gpt_sdpa_scripted.pt": ("gpt_sdpa", "scripted"),
         "bert_traced.pt": ("bert_small", "traced"),
         "bert_scripted.pt": ("bert_small", "scripted"),
         "transformer_dict_scripted.pt": ("transformer_dict", "scripted"),

@@ -65,6 +65,8 @@ CONVCHAIN9 = ReferenceModel(partial(convchain.build, layers=9), convchain.traini
 CONVCHAIN3 = ReferenceModel(partial(convchain.build, layers=3), convchain.training_specs())
 RESNET18_SMALL = _resnet("resnet18", batch=2, image_size=64)
 GPT_SMALL = _gpt(gpt.GptConfig(layers=2, width=64, heads=4, seq_len=32, vocab=128), batch=4)
+# The same decoder at gpt_long's length with F.scaled_dot_product_attention (dropout inside).
+GPT_SDPA = _gpt(gpt.GptConfig(layers=2, width=64, heads=4, seq_len=128, vocab=128, attention="sdpa"), batch=4)
 # Long enough (128 tokens) that attention scores and MLP activations dominate the weights.
 GPT_LONG = _gpt(gpt.GptConfig(layers=4, width=128, heads=4, seq_len=128, vocab=256), batch=4)
 BERT_SMALL_CONFIG = bert.BertConfig(layers=2, width=64, heads=4, seq_len=32, vocab=128, classes=4)
@@ -117,6 +119,7 @@ CATALOGUE: Dict[str, ReferenceModel] = {
     "resnet18_small": RESNET18_SMALL,
     "gpt_small": GPT_SMALL,
     "gpt_long": GPT_LONG,
+    "gpt_sdpa": GPT_SDPA,
     "bert_small": BERT_SMALL,
     "transformer_dict": TRANSFORMER_DICT,
     "vit_small": VIT_SMALL,

@@ -195,6 +195,27 @@ void checkRealModel(const std::string& model, const std::string& tag, std::vecto
   }
 }
 
+// A decoder whose attention is one F.scaled_dot_product_attention call, as
+// PyTorch 2.x models write it (LibTorch 1.13 had no such operator): the scripted
+// model loads, profiles, and a plan at 70 % recomputes a range that holds the call.
+TEST(PlannerCli, AScriptedDecoderCallingScaledDotProductAttentionProfilesAndPlans) {
+  checkRealModel("gpt_sdpa_scripted.pt", "sdpa", {"70%"});
+  const std::string dir = makeScratchDir("plan-sdpa-node");
+  ASSERT_EQ(runAcprof("profile '" + testModel("gpt_sdpa_scripted.pt") + "' --iters 1", dir).exit_code, 0);
+  const Profile profile = readProfileFile(dir + "/profile.json");
+  std::vector<int> attention_nodes;
+  for (const ForwardNode& node : profile.nodes)
+    if (node.kind == "aten::scaled_dot_product_attention") attention_nodes.push_back(node.id);
+  ASSERT_EQ(attention_nodes.size(), 2u) << "one attention call per decoder block";
+  const auto planned = runAcprof("plan --budget 70%", dir);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const Plan plan = readPlanFile(dir + "/plan.json");
+  bool recomputed = false;
+  for (const SegmentCut& cut : plan.segments)
+    for (int node : attention_nodes) recomputed |= cut.first_node <= node && node <= cut.last_node;
+  EXPECT_TRUE(recomputed) << "no segment holds an attention call";
+}
+
 TEST(PlannerCli, MlpPlansFitSeventyAndFiftyPercent) { checkRealModel("mlp_deep_traced.pt", "mlp", {"70%", "50%"}); }
 TEST(PlannerCli, GptPlansFitSeventyAndFiftyPercent) { checkRealModel("gpt_long_traced.pt", "gpt", {"70%", "50%"}); }
 // 50 % is below the smallest peak reached on the CNN, 62 % of its profiled peak
