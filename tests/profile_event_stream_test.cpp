@@ -167,6 +167,41 @@ TEST_F(TwoNodeStream, PeakAndItsBreakdownAddUpToWhatTheAllocatorSaw) {
   EXPECT_DOUBLE_EQ(profile.summary.phase_time_us[static_cast<int>(Phase::Backward)], 24);
 }
 
+// On CUDA the caching allocator's counter starts with blocks nobody listed
+// (cuBLAS workspaces, what an earlier iteration left cached-and-live): 3000 B
+// here beside W and x. One record holds them for the whole iteration, so the
+// categories still add up to the allocator's counter at the peak; and the
+// reserved peak is the largest reserved total the allocator reported, which
+// the CPU allocator never does.
+TEST_F(TwoNodeStream, OnCudaBytesLiveBeforeTheIterationAreOneRecordAndTheReservedPeakIsKept) {
+  profile.meta.run.device = "cuda:0";
+  const int64_t workspace = 3000;
+  const int64_t reserved[] = {8192, 8192, 8192, 10240, 12288, 12288, 12288};
+  for (size_t e = 0; e < iteration.record.events.size(); ++e) {
+    iteration.record.events[e].allocator_total += workspace;
+    iteration.record.events[e].allocator_reserved = reserved[e];
+  }
+  deriveProfile(profile, iteration);
+  EXPECT_EQ(profile.meta.allocator_bytes_at_start, 464 + workspace);
+  const TensorRecord& before = profile.tensors.back();
+  EXPECT_EQ(before.bytes, workspace);
+  EXPECT_EQ(before.category, Category::Temporary);
+  EXPECT_EQ(before.alloc_event, -1);
+  EXPECT_EQ(before.free_event, profile.event_count);
+  EXPECT_EQ(profile.summary.peak_bytes, 1252 + workspace);
+  EXPECT_EQ(profile.summary.allocator_peak_bytes, profile.summary.peak_bytes);
+  const CategoryBytes& b = profile.summary.peak_breakdown;
+  EXPECT_EQ(std::accumulate(b.begin(), b.end(), int64_t{0}), profile.summary.peak_bytes);
+  ASSERT_TRUE(profile.summary.reserved_peak_bytes.has_value());
+  EXPECT_EQ(*profile.summary.reserved_peak_bytes, 12288);
+}
+
+TEST_F(TwoNodeStream, OnTheCpuNoRecordStandsForBytesBeforeTheIterationAndNoReservedPeakIsClaimed) {
+  deriveProfile(profile, iteration);
+  EXPECT_EQ(profile.tensors.size(), 7u);
+  EXPECT_FALSE(profile.summary.reserved_peak_bytes.has_value());
+}
+
 // A free of a storage the recorder never listed (allocated before the
 // iteration by something it does not enumerate) still balances the books.
 TEST_F(TwoNodeStream, AFreeOfAnUnlistedStorageIsAStorageFromBeforeTheIteration) {

@@ -7,9 +7,11 @@ if(NOT ACPROF_WITH_TORCH)
 endif()
 acprof_add_test(profiler_tests
   SOURCES profiler_input_spec_test.cpp profiler_recorder_test.cpp profiler_cli_test.cpp profiler_cut_facts_test.cpp
-          profiler_loss_test.cpp
+          profiler_loss_test.cpp profiler_kernel_time_table_test.cpp
   LIBS acprof_recorder
   FIXTURES test_models)
+# The kernel time table is the recorder's internal (its CUPTI timer's bookkeeping).
+target_include_directories(profiler_tests PRIVATE ${CMAKE_SOURCE_DIR}/profiler/recorder/src)
 
 # The optimizer step (LibTorch's torch::optim) in profiles, and through profile, plan and rewrite.
 acprof_add_test(optimizer_tests

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpu_kernel_timer.h"
+#include "kernel_time_table.h"
 
 namespace acprof {
 namespace {
@@ -24,8 +25,7 @@ constexpr CUpti_ExternalCorrelationKind kCorrelationKind = CUPTI_EXTERNAL_CORREL
 // records land in process-wide state guarded by one mutex.
 struct CollectedRecords {
   std::mutex mutex;
-  std::unordered_map<uint32_t, double> kernel_us_by_correlation;
-  std::unordered_map<uint32_t, uint64_t> step_by_correlation;
+  KernelTimeTable table;
 };
 CollectedRecords& collected() {
   static CollectedRecords records;
@@ -45,10 +45,10 @@ void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
   while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
     if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* kernel = reinterpret_cast<const KernelRecord*>(record);
-      out.kernel_us_by_correlation[kernel->correlationId] += (kernel->end - kernel->start) / 1000.0;
+      out.table.addKernel(kernel->correlationId, kernel->start, kernel->end);
     } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
       const auto* link = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-      if (link->externalKind == kCorrelationKind) out.step_by_correlation[link->correlationId] = link->externalId;
+      if (link->externalKind == kCorrelationKind) out.table.linkToStep(link->correlationId, link->externalId);
     }
   }
   std::free(buffer);
@@ -83,14 +83,7 @@ class CuptiKernelTimer : public GpuKernelTimer {
     cuptiActivityFlushAll(1);  // forced: delivers every completed buffer now
     CollectedRecords& in = collected();
     std::lock_guard<std::mutex> lock(in.mutex);
-    std::unordered_map<uint64_t, double> by_step;
-    for (const auto& [correlation, us] : in.kernel_us_by_correlation) {
-      auto it = in.step_by_correlation.find(correlation);
-      if (it != in.step_by_correlation.end()) by_step[it->second] += us;
-    }
-    in.kernel_us_by_correlation.clear();
-    in.step_by_correlation.clear();
-    return by_step;
+    return in.table.takeKernelTimeUsByStep();
   }
 };
 
