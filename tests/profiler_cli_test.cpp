@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <torch/script.h>
+#include <torch/version.h>
 
 #include "acprof/profile_format.h"
 #include "test_support.h"
