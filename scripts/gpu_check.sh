@@ -23,6 +23,10 @@ if [ "${1:-}" = "--pack" ]; then
   cp -r /usr/share/cmake/nlohmann_json /usr/share/cmake/CLI11 "$deps/share/cmake/"
   cp -r /usr/$lib/cmake/fmt /usr/$lib/cmake/GTest "$deps/$lib/cmake/"
   cp -a /usr/$lib/libfmt.so* /usr/$lib/libgtest.a /usr/$lib/libgtest_main.a "$deps/$lib/"
+  mkdir -p "$deps/share/javascript/dygraphs" "$deps/share/doc/libjs-dygraphs"   # the report's charts (viz/)
+  cp -L /usr/share/javascript/dygraphs/dygraph.min.js /usr/share/javascript/dygraphs/dygraph.min.css \
+        "$deps/share/javascript/dygraphs/"
+  cp /usr/share/doc/libjs-dygraphs/copyright "$deps/share/doc/libjs-dygraphs/"
   echo "gpu_check: packed $(du -sh .gpu-deps | cut -f1) into .gpu-deps; carry it with the run"
   exit 0
 fi
@@ -37,11 +41,13 @@ python=${ACPROF_GPU_PYTHON:-python3}
 say "gpu_check: $(date -u +%FT%TZ) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
 say "gpu_check: $("$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())')"
 
-prefix_path=""
-[ -d "$deps" ] && prefix_path="-DCMAKE_PREFIX_PATH=$(pwd)/$deps"
+packed=()
+[ -d "$deps" ] && packed=(-DCMAKE_PREFIX_PATH="$(pwd)/$deps"
+                          -DACPROF_DYGRAPHS_DIR="$(pwd)/$deps/share/javascript/dygraphs"
+                          -DACPROF_DYGRAPHS_COPYRIGHT="$(pwd)/$deps/share/doc/libjs-dygraphs/copyright")
 start=$(date +%s)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DACPROF_PYTHON="$(command -v "$python")" \
-      $prefix_path -DCMAKE_CUDA_ARCHITECTURES=90 > "$results/configure.log" 2>&1 \
+      "${packed[@]}" > "$results/configure.log" 2>&1 \
   || { tail -20 "$results/configure.log"; exit 1; }
 grep "^-- acprof" "$results/configure.log" | tee -a "$summary"
 cmake --build build-gpu -j "$(nproc)" > "$results/build.log" 2>&1 || { grep -m 20 -B2 -A8 "error" "$results/build.log"; exit 1; }
