@@ -1,8 +1,8 @@
 """The model zoo: profile, plan and rewrite every torchvision classification model and a few
 nn.Transformer stacks, and check that acprof's predictions hold (issue 10).
 
-    scripts/zoo.sh [--set zoo|tasks|patterns|reference] [--only REGEX] [--limit N] [--jobs N] [--results DIR]
-                   [--acprof PATH] [--force]
+    scripts/zoo.sh [--set zoo|tasks|patterns|transformers|reference] [--only REGEX] [--limit N] [--jobs N]
+                   [--results DIR] [--acprof PATH] [--force]
 
 --set tasks runs torchvision's models for the other tasks (segmentation, video, optical flow;
 detection and quantized builders are listed as skipped, with the reason) and writes
@@ -11,6 +11,9 @@ docs/zoo-tasks.md.
 --set patterns runs models/patterns.py (small models with IR that torchvision's classifiers lack:
 recurrent layers, frozen parameters, sparse gradients, sampling in forward, ...) and writes
 docs/zoo-patterns.md.
+
+--set transformers runs models of Hugging Face's transformers library (GPT-2, BERT, Llama, T5; small,
+random weights, built from their configs) and writes docs/zoo-transformers.md.
 
 --set reference runs acprof's own test-set reference models (models/model_sets.py) through the
 same pipeline instead and writes docs/reference.md: the extra-time prediction against the
@@ -48,7 +51,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PYTHON = "/usr/bin/python3"  # Debian's python, with torch and torchvision from apt
+PYTHON = sys.executable  # the project venv's (scripts/zoo.sh), whose torch acprof is built on
 EXPORTER = os.path.join(REPO, "scripts", "zoo_export.py")
 MODES = ("traced", "scripted")
 
@@ -646,6 +649,16 @@ SET_DESCRIPTIONS = {
                  "Small models with IR that torchvision's classifiers lack (models/patterns.py says what each "
                  "stands for), random weights (seed 0), each with its own inputs (the `input` column) and the mean "
                  "of its float outputs as the loss."),
+    "transformers": ("Model zoo: Hugging Face transformers",
+                     "Models of Hugging Face's `transformers` library, built from their config classes with random "
+                     "weights (seed 0; nothing downloaded): GPT-2 (`GPT2LMHeadModel`), BERT (`BertForMaskedLM`), "
+                     "Llama (`LlamaForCausalLM`, 2 key-value heads for 4 query heads) and T5 "
+                     "(`T5ForConditionalGeneration`, the encoder's and the decoder's token ids in), each with 2 layers "
+                     "(T5: 2 encoder and 2 decoder layers), width 128, 4 heads and 1000 tokens, at batch 2 and "
+                     "sequence 64, each config's default dropout, and no key-value cache. Attention runs through "
+                     "`aten::scaled_dot_product_attention` (`attn_implementation=\"sdpa\"`). A thin wrapper returns "
+                     "the logits ([2, 64, 1000]); the loss is their cross entropy against random token ids "
+                     "(`int64[2,64]`)."),
     "reference": ("Reference models",
                   "acprof's own reference models (models/reference_models.py), at the sizes and in the modes of the "
                   "C++ tests' set (models/model_sets.py \"test\"), with random weights (seed 0) and each model's "
@@ -668,7 +681,8 @@ def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, j
         "",
         f"- date: {datetime.date.today().isoformat()}",
         f"- machine: {machine_description()}; {jobs} model(s) at a time",
-        f"- torch {versions['torch']}, torchvision {versions['torchvision']}",
+        f"- torch {versions['torch']}, torchvision {versions['torchvision']}"
+        + (f", transformers {versions['transformers']}" if "transformers" in versions else ""),
         f"- acprof built {', '.join(sorted({r.get('acprof_built', '?') for r in records}))}",
         f"- selection: {selection}; {len(records)} model(s): {len(ran) - len(broken)} ok, {len(broken)} broke a rule, "
         f"{len(skipped)} skipped",
@@ -770,15 +784,16 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, help="run at most N models (after --only)")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                         help="models run at a time (default nproc/2, at least 1)")
-    parser.add_argument("--set", choices=("zoo", "tasks", "patterns", "reference"), default="zoo",
+    parser.add_argument("--set", choices=("zoo", "tasks", "patterns", "transformers", "reference"), default="zoo",
                         help="torchvision's classification and nn.Transformer models (default), torchvision's models "
-                             "for other tasks, models/patterns.py, or acprof's test-set reference models")
+                             "for other tasks, models/patterns.py, Hugging Face transformers models, or acprof's "
+                             "test-set reference models")
     parser.add_argument("--results",
                         help="results and work directories (default build/zoo, build/zoo-tasks, build/zoo-patterns, "
-                             "build/zoo-reference)")
+                             "build/zoo-transformers, build/zoo-reference)")
     parser.add_argument("--acprof", help="the acprof binary (default build/cli/acprof)")
     parser.add_argument("--docs", help="table to write (default docs/zoo.md, docs/zoo-tasks.md, docs/zoo-patterns.md, "
-                                       "docs/reference.md)")
+                                       "docs/zoo-transformers.md, docs/reference.md)")
     parser.add_argument("--force", action="store_true", help="run models that already have a result file again")
     parser.add_argument("--time-rounds", type=int,
                         help="acprof rewrite --time-rounds: least pairs of steps timed (default: acprof's own, 5, for "
@@ -804,6 +819,7 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     reference = args.set == "reference"
     results_name, docs_name = {"zoo": ("zoo", "zoo.md"), "tasks": ("zoo-tasks", "zoo-tasks.md"),
                                "patterns": ("zoo-patterns", "zoo-patterns.md"),
+                               "transformers": ("zoo-transformers", "zoo-transformers.md"),
                                "reference": ("zoo-reference", "reference.md")}[args.set]
     args.results = os.path.abspath(args.results or os.path.join(REPO, "build", results_name))
     args.docs = args.docs or os.path.join(REPO, "docs", docs_name)

@@ -17,6 +17,11 @@ run, or a duplicate of a classification model).
 classifiers lack (recurrent layers, frozen parameters, sparse gradients, sampling in forward,
 buffers written in forward, lists of block outputs, ...), each with its own inputs and a mean loss.
 
+--set transformers lists and exports models of Hugging Face's transformers library instead: GPT-2,
+BERT, Llama and T5, built from their config classes at a small size with random weights (nothing
+is downloaded: HF_HUB_OFFLINE=1), attention through torch's scaled_dot_product_attention, token ids
+in and the logits' cross entropy against random token ids as the loss.
+
 --set reference lists and exports acprof's own reference models instead: those of
 models/model_sets.py's test set, at the sizes and in the modes the tests use ("modes" in the
 --list answer names each model's), with their own training specs.
@@ -36,6 +41,7 @@ import copy
 import inspect
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -93,9 +99,13 @@ def log(message: str) -> None:
 
 
 def one_line(error: BaseException) -> str:
-    """The first non-empty line of an exception: TorchScript errors span dozens of lines."""
+    """The first non-empty line of an exception (TorchScript errors span dozens of lines), with the
+    next where it ends in a colon (load_state_dict's "Error(s) in loading state_dict for M:" says
+    what is wrong on the next). An object's address (`<function f at 0x7f...>`) is left out: it
+    differs from run to run, and the docs would too."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0] if lines else 'no message'}"
+    text = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else (lines[0] if lines else "no message")
+    return f"{type(error).__name__}: {re.sub(r' at 0x[0-9a-f]+', '', text)}"
 
 
 def torchvision_names() -> List[str]:
@@ -321,6 +331,86 @@ def build_transformer(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
     return model, specs.TrainingSpecs(inputs=inputs, target="", loss="mean")
 
 
+# ---------------------------------------------------------------- Hugging Face transformers
+
+# Nothing may come from a hub: each model is built from its config class, with random weights. Set
+# before transformers is imported (huggingface_hub reads it then), which only the transformers set
+# does: the other sets neither need the library nor pay seconds per export for its import.
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+HF_VOCABULARY = 1000
+HF_WIDTH = 128
+HF_HEADS = 4
+HF_LAYERS = 2
+HF_SEQUENCE = 64
+# name -> (model class, config class, the config's size arguments in that class's own names).
+HF_MODELS = {
+    "bert_masked_lm": ("BertForMaskedLM", "BertConfig",
+                       dict(hidden_size=HF_WIDTH, num_hidden_layers=HF_LAYERS, num_attention_heads=HF_HEADS,
+                            intermediate_size=4 * HF_WIDTH, max_position_embeddings=HF_SEQUENCE)),
+    # GPT-2's begin and end of text are its vocabulary's last token, as 50256 is at full size.
+    "gpt2_lm_head": ("GPT2LMHeadModel", "GPT2Config",
+                     dict(n_embd=HF_WIDTH, n_layer=HF_LAYERS, n_head=HF_HEADS, n_positions=HF_SEQUENCE,
+                          bos_token_id=HF_VOCABULARY - 1, eos_token_id=HF_VOCABULARY - 1)),
+    # Grouped-query attention, as Llama 2 70B and Llama 3 have it: two key-value heads for four query heads.
+    "llama_causal_lm": ("LlamaForCausalLM", "LlamaConfig",
+                        dict(hidden_size=HF_WIDTH, num_hidden_layers=HF_LAYERS, num_attention_heads=HF_HEADS,
+                             num_key_value_heads=HF_HEADS // 2, intermediate_size=4 * HF_WIDTH,
+                             max_position_embeddings=HF_SEQUENCE)),
+    "t5_conditional_generation": ("T5ForConditionalGeneration", "T5Config",
+                                  dict(d_model=HF_WIDTH, d_kv=HF_WIDTH // HF_HEADS, d_ff=4 * HF_WIDTH,
+                                       num_layers=HF_LAYERS, num_heads=HF_HEADS)),
+}
+
+
+class TokenLogits(nn.Module):
+    """A transformers model called with its token ids only, returning the logits tensor. Its own
+    forward takes a dozen optional arguments (masks, caches, labels) and returns a tuple or a
+    ModelOutput; acprof wants one input spec per forward argument and a tensor to take the loss of."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids, return_dict=False)[0]
+
+
+class EncoderDecoderLogits(nn.Module):
+    """The same for an encoder-decoder model (T5): the encoder's and the decoder's token ids, passed
+    by name (T5's second positional argument is the encoder's attention mask)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, decoder_input_ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids, decoder_input_ids=decoder_input_ids, return_dict=False)[0]
+
+
+def transformers_version() -> str:
+    import transformers
+    return transformers.__version__
+
+
+def build_hugging_face(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
+    import transformers
+    model_class, config_class, sizes = HF_MODELS[name]
+    # "sdpa" named rather than left to the default, so that attention stays the op PyTorch 2 users'
+    # models call (aten::scaled_dot_product_attention) should the default change. No key-value
+    # cache: a training step has no use for one. Dropout is each config's default.
+    config = getattr(transformers, config_class)(vocab_size=HF_VOCABULARY, attn_implementation="sdpa",
+                                                 use_cache=False, **sizes)
+    torch.manual_seed(0)
+    model = getattr(transformers, model_class)(config)
+    model.train()
+    tokens = f"int64[{BATCH},{HF_SEQUENCE}]:0..{HF_VOCABULARY}"
+    if config.is_encoder_decoder:
+        return EncoderDecoderLogits(model), specs.TrainingSpecs(inputs=[tokens, tokens], target=tokens,
+                                                                loss="cross_entropy")
+    return TokenLogits(model), specs.TrainingSpecs(inputs=[tokens], target=tokens, loss="cross_entropy")
+
+
 # ---------------------------------------------------------------- one model
 
 
@@ -348,6 +438,8 @@ def build(name: str, model_set: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
     if model_set == "patterns":
         torch.manual_seed(0)
         return patterns.PATTERNS[name]()
+    if model_set == "transformers":
+        return build_hugging_face(name)
     if name in TRANSFORMERS:
         return build_transformer(name)
     return smallest_working_torchvision(name)
@@ -394,17 +486,20 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--out", help="archive to write")
     parser.add_argument("--max-step-seconds", type=float, default=60.0,
                         help="skip a model whose eager training step takes longer (default 60)")
-    parser.add_argument("--set", choices=("zoo", "tasks", "patterns", "reference"), default="zoo",
+    parser.add_argument("--set", choices=("zoo", "tasks", "patterns", "transformers", "reference"), default="zoo",
                         help="torchvision's classification and nn.Transformer models (zoo), torchvision's models "
-                             "for other tasks, models/patterns.py, or acprof's test-set reference models")
+                             "for other tasks, models/patterns.py, Hugging Face transformers models, or acprof's "
+                             "test-set reference models")
     args = parser.parse_args(argv)
 
     names = {"zoo": all_names, "tasks": task_names, "patterns": lambda: sorted(patterns.PATTERNS),
-             "reference": lambda: sorted(reference_modes())}[args.set]()
+             "transformers": lambda: sorted(HF_MODELS), "reference": lambda: sorted(reference_modes())}[args.set]()
     if args.list:
         listing = {"torch": torch.__version__, "torchvision": torchvision.__version__, "models": names}
         if args.set == "reference":
             listing["modes"] = reference_modes()
+        if args.set == "transformers":
+            listing["transformers"] = transformers_version()
         print(json.dumps(listing))
         return 0
     if not args.model or not args.out:
