@@ -218,8 +218,8 @@ class StepRunner:
                                     profile_memory=True) as recorded:
             self.step()
         events = [e for e in recorded.profiler.kineto_results.events() if e.name() == "[memory]"]
-        # Stable: events of one microsecond stay in the order the profiler recorded them.
-        events.sort(key=lambda e: e.start_us())
+        # Stable: events of one timestamp stay in the order the profiler recorded them.
+        events.sort(key=lambda e: e.start_ns())  # 2.x names it in ns (1.13: start_us)
         live = highest = 0
         for event in events:
             live += event.nbytes()
