@@ -13,12 +13,13 @@ std::string g_command_line;
 
 // Exit codes (README "Exit codes"): 0 success, 1 bad input, 2 usage,
 // 3 infeasible budget, 4 verification failed, 5 measured peak over the budget,
-// 70 internal error (sysexits' EX_SOFTWARE).
+// 6 the model's own training step fails in PyTorch, 70 internal error (sysexits' EX_SOFTWARE).
 constexpr int kBadInputExit = 1;
 constexpr int kUsageExit = 2;
 constexpr int kInfeasibleBudgetExit = 3;
 constexpr int kVerificationFailedExit = 4;
 constexpr int kBudgetExceededExit = 5;
+constexpr int kModelFailsExit = 6;
 constexpr int kInternalExit = 70;
 
 int exitCodeOf(ErrorKind kind) {
@@ -28,6 +29,7 @@ int exitCodeOf(ErrorKind kind) {
     case ErrorKind::InfeasibleBudget: return kInfeasibleBudgetExit;
     case ErrorKind::VerificationFailed: return kVerificationFailedExit;
     case ErrorKind::BudgetExceeded: return kBudgetExceededExit;
+    case ErrorKind::ModelFails: return kModelFailsExit;
   }
   return kInternalExit;
 }

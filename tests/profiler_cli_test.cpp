@@ -57,6 +57,31 @@ TEST(ProfileCli, VersionNamesTheLibTorchAndWhetherCudaIsCompiledIn) {
   EXPECT_NE(result.out.find(std::string("LibTorch ") + TORCH_VERSION), std::string::npos) << result.out;
 }
 
+// A model that writes in place to a tensor autograd saved: PyTorch's backward
+// refuses it ("modified by an inplace operation"), and so must the profile,
+// although the recorder's saved-tensor hooks would let that backward run. The
+// model's error, with PyTorch's words, exit 6, and no profile.
+TEST(ProfileCli, AModelWhoseTrainingStepFailsInPyTorchIsRefusedAsTheModelsError) {
+  const std::string dir = makeScratchDir("profile-inplace-saved");
+  torch::jit::Module inplace("acprof_test.WritesWhatAutogradSaved");
+  inplace.register_parameter("a", at::randn({16, 16}).requires_grad_(), false);
+  inplace.register_parameter("b", at::randn({16, 8}).requires_grad_(), false);
+  inplace.define(R"JIT(
+def forward(self, x):
+    t = torch.tanh(torch.matmul(x, self.a))
+    y = torch.matmul(t, self.b)
+    t.mul_(2.0)
+    return y + t[:, :8]
+)JIT");
+  inplace.save(dir + "/inplace.pt");
+  const auto result = runAcprof("profile inplace.pt --input 'float32[4,16]'", dir);
+  EXPECT_EQ(result.exit_code, 6) << "exit code 6: the model's training step fails in PyTorch\n" << result.err;
+  EXPECT_EQ(lineCount(result.err), 1) << result.err;
+  EXPECT_NE(result.err.find("the model's own training step fails in PyTorch"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("modified by an inplace operation"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(dir + "/profile.json"));
+}
+
 // Every bad input: exit non-zero, one line on stderr naming the problem, no output file.
 struct BadInput {
   const char* name;

@@ -16,6 +16,7 @@ enum class ErrorKind {
   InfeasibleBudget,    // no plan fits the budget; the message names the smallest peak
   VerificationFailed,  // the rewritten model does not train like the original
   BudgetExceeded,      // the rewritten model was measured above the plan's budget (its files are kept)
+  ModelFails,          // the model's own training step fails in PyTorch, acprof or not
 };
 
 // Text from a file or the command line as it may appear inside a message:

@@ -204,8 +204,9 @@ class IterationRunner {
     try {
       loss.backward();
     } catch (const std::exception& e) {
-      throw RecordError(fmt::format("the model's backward failed: {}; the model does not train as exported",
-                                    oneLineTorchError(e)));
+      throw Error(ErrorKind::ModelFails, fmt::format("the model's backward fails in PyTorch: {}; the model does not "
+                                                     "train as exported",
+                                                     oneLineTorchError(e)));
     }
     if (optimizer_.kind() != "none") {
       session_.beginStep(Phase::Optimizer, -1, "optimizer.step");
@@ -227,6 +228,40 @@ class IterationRunner {
   uint64_t seed_;
   c10::DeviceType module_device_type_;
 };
+
+// The profiled step must be one PyTorch itself accepts. acprof's saved-tensor
+// hooks stand between autograd and every tensor it saves, and with hooks in
+// place PyTorch skips its check that a saved tensor was not written in place
+// after it was saved: a model that writes to what autograd saved would train,
+// with wrong gradients, under the recorder, and fail in the user's own loop.
+// So one plain step runs first, with no hook of acprof's, under autograd's own
+// checks. Its forward and loss failing is left to the recorded run, which
+// names the input or loss to fix; a failing backward is the model's.
+void checkPlainTrainingStep(torch::jit::Module& module, const PreparedRun& run, uint64_t seed,
+                            c10::DeviceType device_type) {
+  at::manual_seed(seed);
+  at::Tensor loss;
+  try {
+    std::vector<c10::IValue> stack = forwardArguments(module, run.inputs);
+    std::optional<AutocastScope> autocast;
+    if (!run.autocast.empty()) autocast.emplace(run.autocast, device_type);
+    const c10::IValue output = module.forward(stack);
+    loss = computeLoss(output, resolveLossKind(output, run.loss_kind), run.target);
+  } catch (const std::exception&) {
+    return;
+  }
+  if (!loss.requires_grad()) return;
+  try {
+    loss.backward();
+  } catch (const std::exception& e) {
+    clearGradients(module);
+    throw Error(ErrorKind::ModelFails,
+                fmt::format("the model's own training step fails in PyTorch, without acprof: {}; fix the model "
+                            "(acprof profiles only a step PyTorch accepts)",
+                            oneLineTorchError(e)));
+  }
+  clearGradients(module);
+}
 
 // What the checkpoint operator keeps per call on the profiled device: the
 // default generators' states (rewriter/ops/rng_state.h). CUDA generator states
@@ -310,6 +345,12 @@ Profile recordProfile(const RecordOptions& options) {
   Optimizer optimizer(options.run.optimizer, module);
   InstrumentedForward forward(graph);
   const c10::DeviceType device_type = c10::Device(options.run.device).type();
+
+  {
+    ExecutorModeGuard executor_mode(options.run.executor_optimize);
+    progress("one plain training step, under autograd's own checks");
+    checkPlainTrainingStep(module, run, options.run.seed, c10::Device(options.run.device).type());
+  }
 
   std::vector<IterationOutcome> measured;
   std::vector<StaticStorage> statics;
