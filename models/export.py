@@ -75,7 +75,13 @@ def compile_for_training(model: nn.Module, example_inputs: Sequence[torch.Tensor
     initial_state._metadata = getattr(state, "_metadata", None)
     torch.manual_seed(0)
     compiled = _compile(model, example_inputs, mode)
-    compiled.load_state_dict(initial_state)
+    # A compiled module knows no non-persistent buffers (a rotary embedding's inv_freq, BERT's
+    # position_ids): its state_dict holds them, the model's does not, and they keep their values.
+    missing, unexpected = compiled.load_state_dict(initial_state, strict=False)
+    non_persistent = {name for name, _ in model.named_buffers()} - set(initial_state)
+    if unexpected or set(missing) - non_persistent:
+        raise RuntimeError(f"the compiled model's state differs from the model's: missing {sorted(set(missing) - non_persistent)}, "
+                           f"unexpected {sorted(unexpected)}")
     model.load_state_dict(initial_state)
     return compiled
 
