@@ -416,9 +416,7 @@ Profile recordProfile(const RecordOptions& options) {
     }
   }
   {
-    // After the measured iterations, not before: with one more run of the model
-    // before them, a traced LSTMCell's rewrite measured 49 KiB over its
-    // prediction (the cause not traced; the executor's state is one suspect).
+    // After the measured iterations, so that nothing measured depends on it.
     ExecutorModeGuard executor_mode(options.run.executor_optimize);
     progress("one plain training step, under autograd's own checks");
     checkPlainTrainingStep(module, run, options.run.seed, device_type);
