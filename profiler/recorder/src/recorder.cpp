@@ -234,9 +234,9 @@ class IterationRunner {
 // place PyTorch skips its check that a saved tensor was not written in place
 // after it was saved: a model that writes to what autograd saved would train,
 // with wrong gradients, under the recorder, and fail in the user's own loop.
-// So one plain step runs, with no hook of acprof's, under autograd's own
-// checks, after the recorded ones (nothing is written before it passes). A
-// failing backward there is the model's; forward and loss already ran.
+// So one plain step runs first, with no hook of acprof's, under autograd's own
+// checks. Its forward or loss failing is left to the recorded run, which names
+// the input or loss to fix; a failing backward is the model's.
 void checkPlainTrainingStep(torch::jit::Module& module, const PreparedRun& run, uint64_t seed,
                             c10::DeviceType device_type) {
   at::manual_seed(seed);
@@ -346,6 +346,14 @@ Profile recordProfile(const RecordOptions& options) {
   InstrumentedForward forward(graph);
   const c10::DeviceType device_type = c10::Device(options.run.device).type();
 
+  {
+    // Before the session, whose saved-tensor hooks would skip the very check,
+    // and in the recorded runs' executor mode.
+    ExecutorModeGuard executor_mode(options.run.executor_optimize);
+    progress("one plain training step, under autograd's own checks");
+    checkPlainTrainingStep(module, run, options.run.seed, device_type);
+  }
+
   std::vector<IterationOutcome> measured;
   std::vector<StaticStorage> statics;
   std::vector<double> plain_forward_us, no_grad_forward_us;
@@ -414,12 +422,6 @@ Profile recordProfile(const RecordOptions& options) {
       for (const AllocationEvent& e : last.events) max_total = std::max(max_total, e.allocator_total);
       if (!last.events.empty()) other_mode_peak_bytes = static_bytes + (max_total - start_total);
     }
-  }
-  {
-    // After the measured iterations, so that nothing measured depends on it.
-    ExecutorModeGuard executor_mode(options.run.executor_optimize);
-    progress("one plain training step, under autograd's own checks");
-    checkPlainTrainingStep(module, run, options.run.seed, device_type);
   }
   const IterationRecord& record = measured.front().record;
   profile.meta.run.loss = measured.front().resolved_loss;
