@@ -55,7 +55,8 @@ size_t tensorArgumentCount(const torch::jit::Graph& graph) {
 
 std::string forwardSignature(const torch::jit::Graph& graph) {
   std::string names;
-  for (size_t i = 1; i <= tensorArgumentCount(graph); ++i)
+  const size_t count = tensorArgumentCount(graph);
+  for (size_t i = 1; i <= count; ++i)
     names += (names.empty() ? "" : ", ") + graph.inputs()[i]->debugName();
   return names;
 }
