@@ -5,6 +5,7 @@
 
 #include "acprof/error.h"
 #include "commands.h"
+#include "outcome.h"
 
 namespace acprof::cli {
 namespace {
@@ -30,18 +31,45 @@ int exitCodeOf(ErrorKind kind) {
     case ErrorKind::VerificationFailed: return kVerificationFailedExit;
     case ErrorKind::BudgetExceeded: return kBudgetExceededExit;
     case ErrorKind::ModelFails: return kModelFailsExit;
+    case ErrorKind::Internal: return kInternalExit;
   }
   return kInternalExit;
 }
 
+const char* kindName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::Usage: return "usage";
+    case ErrorKind::BadInput: return "bad_input";
+    case ErrorKind::InfeasibleBudget: return "infeasible_budget";
+    case ErrorKind::VerificationFailed: return "verification_failed";
+    case ErrorKind::BudgetExceeded: return "budget_exceeded";
+    case ErrorKind::ModelFails: return "model_fails";
+    case ErrorKind::Internal: return "internal";
+  }
+  return "internal";
+}
+
 // One line: some LibTorch messages start with a newline or span several.
-void printError(std::string message) {
-  // For bug reports: LibTorch's whole message, backtrace included.
-  if (std::getenv("ACPROF_FULL_ERRORS")) std::cerr << message << std::endl;
+std::string oneLine(std::string message) {
   const auto start = message.find_first_not_of(" \n\t");
   message = start == std::string::npos ? std::string("unknown error") : message.substr(start);
   if (const auto newline = message.find('\n'); newline != std::string::npos) message.resize(newline);
-  std::cerr << "acprof: error: " << message << std::endl;
+  return message;
+}
+
+// Prints the line and returns it, for the outcome.
+std::string printError(const std::string& message) {
+  // For bug reports: LibTorch's whole message, backtrace included.
+  if (std::getenv("ACPROF_FULL_ERRORS")) std::cerr << message << std::endl;
+  const std::string line = oneLine(message);
+  std::cerr << "acprof: error: " << line << std::endl;
+  return line;
+}
+
+// The subcommand the user named, "" before one is parsed.
+std::string commandName(CLI::App& app) {
+  const std::vector<CLI::App*> used = app.get_subcommands();
+  return used.empty() ? std::string() : used.front()->get_name();
 }
 
 }  // namespace
@@ -58,24 +86,37 @@ int runApp(CLI::App& app, int argc, char** argv, const InternalErrorText& intern
   app.add_flag_callback("--version", [] { throw CLI::CallForVersion(ACPROF_VERSION_TEXT, 0); },
                         "Print acprof's version, the LibTorch it runs on and whether CUDA is compiled in")
       ->trigger_on_parse();
+  // --outcome on every command this process parses itself (the front's
+  // profile and rewrite hand their arguments on unparsed, --outcome included).
+  std::string outcome_path;
+  for (CLI::App* command : app.get_subcommands([](CLI::App* c) { return !c->get_prefix_command(); }))
+    command->add_option("--outcome", outcome_path,
+                        "also write the outcome as JSON: exit code, error kind and line, the floor's "
+                        "composition when a budget cannot be met");
+  const auto finish = [&](int exit_code, const std::string& kind, const std::string& line, const std::exception* e) {
+    if (!outcome_path.empty()) writeOutcome(outcome_path, commandName(app), exit_code, kind, line, e);
+    return exit_code;
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kUsageExit;  // --help is not an error
+    const int code = app.exit(e) == 0 ? 0 : kUsageExit;  // --help is not an error
+    return code == 0 ? code : finish(code, "usage", oneLine(e.what()), &e);
   } catch (const Error& e) {
     // Libraries throw one-line errors that already name the problem and the fix.
-    printError(e.what());
-    return exitCodeOf(e.kind());
+    const std::string line = printError(e.what());
+    return finish(exitCodeOf(e.kind()), kindName(e.kind()), line, &e);
   } catch (const std::exception& e) {
     // Anything else escaped a library that should have said what the user can
     // do: that is acprof's bug, and the message is all there is to report.
     if (std::getenv("ACPROF_FULL_ERRORS")) std::cerr << e.what() << std::endl;
-    printError(internal_error_text(e) +
-               " (an internal error of acprof; please report it with the command line, and with "
-               "ACPROF_FULL_ERRORS=1 set for the whole message)");
-    return kInternalExit;
+    const std::string line =
+        printError(internal_error_text(e) +
+                   " (an internal error of acprof; please report it with the command line, and with "
+                   "ACPROF_FULL_ERRORS=1 set for the whole message)");
+    return finish(kInternalExit, "internal", line, &e);
   }
-  return 0;
+  return finish(0, "", "", nullptr);
 }
 
 }  // namespace acprof::cli

@@ -1,7 +1,7 @@
 # The planner: the simulator against hand-computed timelines, the solvers, budgets, plans.
 acprof_add_test(planner_tests
   SOURCES planner_simulator_test.cpp planner_solver_test.cpp planner_budget_test.cpp planner_plan_test.cpp
-          planner_peak_tracker_test.cpp
+          planner_peak_tracker_test.cpp planner_peak_composition_test.cpp
   LIBS acprof_planner)
 
 # `acprof plan` end to end, including plans for profiles of the exported test models.

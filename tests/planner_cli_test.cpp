@@ -5,7 +5,9 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include "acprof/files.h"
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
 #include "acprof/simulator.h"
@@ -215,6 +217,43 @@ TEST(PlannerCli, AScriptedDecoderCallingScaledDotProductAttentionProfilesAndPlan
   for (const SegmentCut& cut : plan.segments)
     for (int node : attention_nodes) recomputed |= cut.first_node <= node && node <= cut.last_node;
   EXPECT_TRUE(recomputed) << "no segment holds an attention call";
+}
+
+// On the CNN the floor sits in a backward step, on the workspace and gradients
+// that step makes: the refusal says so, names the step that made the largest
+// temporary, and --outcome carries the same composition as data, its shares
+// adding up to the floor the message names, with no plan written.
+TEST(PlannerCli, AnInfeasibleBudgetsOutcomeAccountsForTheWholeFloorOfABackwardPeak) {
+  const std::string dir = makeScratchDir("plan-floor-outcome");
+  const auto profiled = runAcprof("profile '" + testModel("cnn_traced.pt") + "' --iters 1 -o profile.json", dir);
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
+  const Profile profile = readProfileFile(dir + "/profile.json");
+  const auto refused = runAcprof("plan --budget 1 --outcome outcome.json", dir);
+  ASSERT_EQ(refused.exit_code, 3) << refused.err;
+  EXPECT_EQ(lineCount(refused.err), 1) << refused.err;
+  EXPECT_FALSE(fs::exists(dir + "/plan.json"));
+
+  const nlohmann::json outcome = nlohmann::json::parse(readWholeFile(dir + "/outcome.json"));
+  EXPECT_EQ(outcome.at("exit_code"), 3);
+  EXPECT_EQ(outcome.at("error").at("kind"), "infeasible_budget");
+  EXPECT_EQ(outcome.at("error").at("message").get<std::string>() + "\n", refused.err.substr(15));
+  const nlohmann::json& floor = outcome.at("floor");
+  const int64_t floor_bytes = floor.at("peak_bytes").get<int64_t>();
+  int64_t total = 0;
+  for (const nlohmann::json& share : floor.at("shares")) total += share.at("bytes").get<int64_t>();
+  EXPECT_EQ(total, floor_bytes);
+  EXPECT_NE(refused.err.find("(" + std::to_string(floor_bytes) + " B)"), std::string::npos) << refused.err;
+
+  const Step& peak_step = profile.steps.at(floor.at("peak_step").get<int>());
+  ASSERT_EQ(peak_step.phase, Phase::Backward) << "the CNN's floor is no longer in backward: " << refused.err;
+  bool names_a_temporary_of_the_peak_step = false;
+  for (const nlohmann::json& share : floor.at("shares"))
+    if (share.at("category") == "temporary")
+      for (const nlohmann::json& holder : share.at("largest"))
+        names_a_temporary_of_the_peak_step |= holder.at("step").get<int>() == peak_step.index;
+  EXPECT_TRUE(names_a_temporary_of_the_peak_step) << refused.err;
+  EXPECT_NE(refused.err.find("at backward step " + std::to_string(peak_step.index)), std::string::npos)
+      << refused.err;
 }
 
 TEST(PlannerCli, MlpPlansFitSeventyAndFiftyPercent) { checkRealModel("mlp_deep_traced.pt", "mlp", {"70%", "50%"}); }

@@ -117,7 +117,7 @@ TEST(PlannerSolver, InfeasibleBudgetNamesTheSmallestPeakAndItsFloor) {
     const std::string message = e.what();
     EXPECT_EQ(e.smallest_peak_bytes, 1400);
     EXPECT_NE(message.find("(1400 B)"), std::string::npos) << message;
-    EXPECT_NE(message.find("weights 1000 B"), std::string::npos) << message;
+    EXPECT_NE(message.find("weight 1000 B"), std::string::npos) << message;
     EXPECT_NE(message.find("--budget 1400"), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }

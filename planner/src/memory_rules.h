@@ -90,6 +90,10 @@ struct LeafInterval {
   int category = 0;
   int begin_leaf = 0;  // inclusive
   int end_leaf = 0;    // exclusive
+  // Who holds it, for explaining a peak (Simulator::peakHolders): a profile
+  // tensor, or else the decision's segment whose checkpoint keeps or makes it.
+  int tensor = -1;
+  int segment = -1;
 };
 
 struct SegmentTiming {

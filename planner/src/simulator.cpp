@@ -1,6 +1,8 @@
 #include "acprof/simulator.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -48,6 +50,7 @@ struct LeafTimeline {
   std::vector<int64_t> live_bytes;       // per leaf
   int peak_leaf = 0;                     // leftmost maximum, as timelineFromTensors picks the first
   CategoryBytes peak_breakdown{};
+  std::vector<LeafInterval> intervals;   // every interval counted, each tagged with its holder
   std::vector<RecomputeBlock> blocks;    // per segment of the decision
   std::vector<int> block_step;           // the step each block runs before
 };
@@ -59,29 +62,32 @@ struct LeafTimeline {
 LeafTimeline replay(const ProfileIndex& index, const DecisionLayout& layout) {
   const int leaves = leafCount(index.event_count);
   std::vector<int64_t> delta(leaves + 1, 0);
-  std::vector<LeafInterval> kept;
+  LeafTimeline out;
+  std::vector<LeafInterval>& kept = out.intervals;
   kept.reserve(2 * index.profile.tensors.size());
-  const auto add = [&](const LeafInterval& interval) {
+  const auto add = [&](LeafInterval interval, int tensor, int segment) {
     if (interval.bytes == 0 || interval.begin_leaf >= interval.end_leaf) return;
     delta[interval.begin_leaf] += interval.bytes;
     delta[interval.end_leaf] -= interval.bytes;
+    interval.tensor = tensor;
+    interval.segment = segment;
     kept.push_back(interval);
   };
   LeafInterval intervals[2];
   for (int t = 0; t < static_cast<int>(index.profile.tensors.size()); ++t) {
     const int count = tensorIntervals(index, t, layout, intervals);
-    for (int i = 0; i < count; ++i) add(intervals[i]);
+    for (int i = 0; i < count; ++i) add(intervals[i], t, -1);
   }
-  LeafTimeline out;
-  for (const SegmentTiming& timing : layout.timings()) {
+  for (int s = 0; s < static_cast<int>(layout.timings().size()); ++s) {
+    const SegmentTiming& timing = layout.timings()[s];
     const RecomputeBlock block = recomputeBlock(index, timing);
     out.blocks.push_back(block);
     out.block_step.push_back(timing.first_backward_step);
-    if (block.kept_state.bytes > 0) add(block.kept_state);
-    for (const LeafInterval& held : timing.held_use_gradients) add(held);
-    add(timing.return_sums);
+    if (block.kept_state.bytes > 0) add(block.kept_state, -1, s);
+    for (const LeafInterval& held : timing.held_use_gradients) add(held, -1, s);
+    add(timing.return_sums, -1, s);
     if (!block.has_events) continue;
-    for (int c = 0; c < kCategoryCount; ++c) add({block.rise_by_category[c], c, block.leaf, block.leaf + 1});
+    for (int c = 0; c < kCategoryCount; ++c) add({block.rise_by_category[c], c, block.leaf, block.leaf + 1}, -1, s);
   }
   out.live_bytes.resize(leaves);
   int64_t running = 0;
@@ -153,6 +159,23 @@ SimulationResult Simulator::simulate(const RecomputeDecision& decision) const {
   for (const SegmentTiming& timing : layout.timings())
     if (timing.has_backward) result.extra_time_us += index.forwardTime(timing.range.first_node, timing.range.last_node);
   return result;
+}
+
+std::vector<PeakHolder> Simulator::peakHolders(const RecomputeDecision& decision) const {
+  const DecisionLayout layout(*index_, decision);
+  const LeafTimeline replayed = replay(*index_, layout);
+  // One holder per tensor or segment and category: a tensor's forward life
+  // and its recomputed copy never both cover one leaf, a segment's pieces may.
+  std::map<std::tuple<int, int, int>, int64_t> bytes_by_holder;
+  for (const LeafInterval& interval : replayed.intervals)
+    if (interval.begin_leaf <= replayed.peak_leaf && replayed.peak_leaf < interval.end_leaf)
+      bytes_by_holder[{interval.category, interval.tensor, interval.segment}] += interval.bytes;
+  std::vector<PeakHolder> holders;
+  for (const auto& [key, bytes] : bytes_by_holder)
+    holders.push_back(PeakHolder{static_cast<Category>(std::get<0>(key)), bytes, std::get<1>(key), std::get<2>(key)});
+  std::stable_sort(holders.begin(), holders.end(),
+                   [](const PeakHolder& a, const PeakHolder& b) { return a.bytes > b.bytes; });
+  return holders;
 }
 
 std::vector<int64_t> Simulator::liveBytesPerEvent(const RecomputeDecision& decision) const {

@@ -7,26 +7,20 @@
 namespace acprof {
 namespace {
 
-int64_t categoryBytes(const CategoryBytes& bytes, Category c) { return bytes[static_cast<int>(c)]; }
-
-// One line: the smallest peak reached, the part of it no recompute can remove, and what to ask for.
+// One line: the smallest peak reached, what all of it is made of, the part no
+// recompute can remove, and what to ask for.
 std::string infeasibleMessage(const Simulator& simulator, const std::string& solver, int64_t budget_bytes,
-                              const SimulationResult& best) {
-  const CategoryBytes& b = best.peak_breakdown;
-  const int64_t weights = categoryBytes(b, Category::Weight);
-  const int64_t gradients = categoryBytes(b, Category::Gradient);
-  const int64_t optimizer = categoryBytes(b, Category::OptimizerState);
-  const int64_t inputs = categoryBytes(b, Category::Input);
+                              const SimulationResult& best, const PeakComposition& composition) {
   const std::vector<Step>& steps = simulator.profile().steps;
   const Step& step = best.peak_step >= 0 ? steps[best.peak_step] : Step{};
   return fmt::format(
-      "budget {} is below the smallest peak the {} solver reached, {} ({} B) {} step {} ({} {}); of it {} cannot "
-      "be removed by any recompute (weights {}, gradients {}, optimizer state {}, inputs {}); raise the budget "
+      "budget {} is below the smallest peak the {} solver reached, {} ({} B) {} step {} ({} {}); it is made of {}; "
+      "of it {} cannot be removed by any recompute (weights, gradients, optimizer state, inputs); raise the budget "
       "to at least {} (--budget {})",
       formatBytes(budget_bytes), solver, formatBytes(best.peak_bytes), best.peak_bytes,
       best.peak_in_recompute ? "in the recompute before" : "at", best.peak_step, phaseName(step.phase), step.op,
-      formatBytes(unremovableBytes(b)), formatBytes(weights), formatBytes(gradients),
-      formatBytes(optimizer), formatBytes(inputs), formatBytes(best.peak_bytes), best.peak_bytes);
+      peakCompositionText(composition), formatBytes(unremovableBytes(best.peak_breakdown)),
+      formatBytes(best.peak_bytes), best.peak_bytes);
 }
 
 // The strategies that take no time limit, adapted to the table's signature.
@@ -84,10 +78,11 @@ SolverResult solveRecompute(const Simulator& simulator, const std::string& solve
   if (result.simulation.peak_bytes > baseline.peak_bytes)
     result = SolverResult{{}, baseline, result.search, result.solver};
   if (result.simulation.peak_bytes > budget_bytes) {
-    std::string message = infeasibleMessage(simulator, result.solver, budget_bytes, result.simulation);
+    PeakComposition composition = peakComposition(simulator, result.decision);
+    std::string message = infeasibleMessage(simulator, result.solver, budget_bytes, result.simulation, composition);
     const std::string search = searchReportText(result.search, result.simulation.peak_bytes);
     if (!search.empty()) message += " (" + search + ")";
-    throw InfeasibleBudget(message, result.simulation.peak_bytes);
+    throw InfeasibleBudget(message, result.simulation.peak_bytes, std::move(composition));
   }
   return result;
 }

@@ -275,7 +275,8 @@ class SegmentCutter {
     throw RewriteError(fmt::format("plan segment {} reads %{} of type {}, made by {} outside the segment, which "
                                    "cannot be passed into a checkpoint; this is a bug in acprof's cut rules, please "
                                    "report it with the plan",
-                                   index_, outer->debugName(), outer->type()->repr_str(), describe(producer)));
+                                   index_, outer->debugName(), outer->type()->repr_str(), describe(producer)),
+                       ErrorKind::Internal);
   }
 
   // The boundary's outputs, in its order, as subgraph outputs (scalars as 0-dim tensors).

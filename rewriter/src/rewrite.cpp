@@ -105,7 +105,8 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
   } catch (const c10::Error& e) {
     throw RewriteError(fmt::format("the checkpointed graph is invalid ({}); this is a bug in acprof rewrite, "
                                    "please report it with the plan",
-                                   oneLine(e.what_without_backtrace())));
+                                   oneLine(e.what_without_backtrace())),
+                       ErrorKind::Internal);
   }
 
   // Removed on any error and on SIGINT/SIGTERM: an interrupted rewrite leaves nothing.

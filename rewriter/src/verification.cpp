@@ -59,14 +59,16 @@ void compareNamed(const NamedTensors& original, const NamedTensors& rewritten, c
   if (original.size() != rewritten.size()) {
     throw RewriteError(fmt::format("verification: the rewritten model has {} {} but the original has {}; "
                                    "this is a bug in acprof rewrite, please report it with the plan",
-                                   rewritten.size(), what, original.size()));
+                                   rewritten.size(), what, original.size()),
+                       ErrorKind::Internal);
   }
   for (size_t i = 0; i < original.size(); ++i) {
     const auto match = std::find_if(rewritten.begin(), rewritten.end(),
                                     [&](const auto& entry) { return entry.first == original[i].first; });
     if (match == rewritten.end()) {
       throw RewriteError(fmt::format("verification: the rewritten model lacks {} '{}'; this is a bug in acprof "
-                                     "rewrite, please report it with the plan", what, original[i].first));
+                                     "rewrite, please report it with the plan", what, original[i].first),
+                       ErrorKind::Internal);
     }
     max_diff = std::max(max_diff, maxAbsDiff(original[i].second, match->second));
     equal = equal && bitwiseEqual(original[i].second, match->second);

@@ -43,6 +43,17 @@ struct SimulationResult {
   double extra_time_us = 0;            // forward time of every segment's nodes
 };
 
+// Something live at a simulated peak: a profile tensor (its life, or the copy
+// a recompute makes of it), or what a segment's checkpoint holds itself (the
+// generator state, input snapshots, gradients it holds until it returns) or
+// makes in its recompute block.
+struct PeakHolder {
+  Category category = Category::Temporary;
+  int64_t bytes = 0;
+  int tensor = -1;   // index into Profile::tensors, -1 for a segment's own
+  int segment = -1;  // index into the decision, when tensor is -1
+};
+
 class ProfileIndex;  // lookups built once per profile (src/profile_index.h)
 
 class Simulator {
@@ -61,6 +72,10 @@ class Simulator {
   // simulate({}), the no-recompute baseline: simulated once at construction
   // because the budget, every solver's guard and the plan all measure against it.
   const SimulationResult& baseline() const { return baseline_; }
+
+  // Everything live at the decision's peak, largest first; the bytes sum to
+  // simulate(decision).peak_bytes and, per category, to its peak_breakdown.
+  std::vector<PeakHolder> peakHolders(const RecomputeDecision& decision) const;
 
   // Live bytes after each original event under the decision (size event_count);
   // recompute blocks are not events of the profile and are not in it.

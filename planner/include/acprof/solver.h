@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "acprof/error.h"
+#include "acprof/peak_composition.h"
 #include "acprof/simulator.h"
 
 namespace acprof {
@@ -100,12 +101,14 @@ const std::vector<SolverEntry>& solverTable();  // mu-two (the default) first
 const std::vector<std::string>& solverNames();
 
 // The budget cannot be met: the message names the smallest peak the solver
-// reached, what it is made of, and the budget to ask for instead.
+// reached, what all of it is made of, and the budget to ask for instead; the
+// composition carries the same as data.
 class InfeasibleBudget : public Error {
  public:
-  InfeasibleBudget(const std::string& message, int64_t smallest_peak_bytes)
-      : Error(ErrorKind::InfeasibleBudget, message), smallest_peak_bytes(smallest_peak_bytes) {}
+  InfeasibleBudget(const std::string& message, int64_t smallest_peak_bytes, PeakComposition floor)
+      : Error(ErrorKind::InfeasibleBudget, message), smallest_peak_bytes(smallest_peak_bytes), floor(std::move(floor)) {}
   int64_t smallest_peak_bytes;
+  PeakComposition floor;
 };
 
 // Runs the named solver. Never returns a decision whose simulated peak is above

@@ -1,0 +1,28 @@
+#include "outcome.h"
+
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "acprof/files.h"
+#include "acprof/solver.h"
+
+namespace acprof::cli {
+
+void writeOutcome(const std::string& path, const std::string& command, int exit_code, const std::string& kind,
+                  const std::string& message, const std::exception* error) {
+  nlohmann::json outcome = {{"acprof_outcome_version", 1}, {"command", command}, {"exit_code", exit_code}};
+  if (error == nullptr) {
+    outcome["error"] = nullptr;
+  } else {
+    outcome["error"] = {{"kind", kind}, {"message", message}};
+    if (const auto* infeasible = dynamic_cast<const InfeasibleBudget*>(error)) outcome["floor"] = infeasible->floor;
+  }
+  try {
+    writeFileAtomically(path, outcome.dump(2) + "\n");
+  } catch (const std::exception& e) {
+    std::cerr << "acprof: error: cannot write the outcome: " << e.what() << std::endl;
+  }
+}
+
+}  // namespace acprof::cli

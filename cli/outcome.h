@@ -1,0 +1,18 @@
+// The outcome of one acprof command as data (--outcome FILE): its exit code,
+// the error's kind and line, and what the error knows beyond the line (the
+// floor's composition for an infeasible budget), so that scripts read facts
+// instead of parsing stderr.
+#pragma once
+
+#include <exception>
+#include <string>
+
+namespace acprof::cli {
+
+// `error` is null on success. `kind` is the error's kind's name ("infeasible_budget",
+// "internal" for acprof's own bugs). Written atomically; a failure to write it
+// is reported on stderr and does not change the exit code.
+void writeOutcome(const std::string& path, const std::string& command, int exit_code, const std::string& kind,
+                  const std::string& message, const std::exception* error);
+
+}  // namespace acprof::cli

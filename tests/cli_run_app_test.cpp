@@ -1,0 +1,81 @@
+// runApp (cli/run_app.h): every outcome of a command becomes its exit code and,
+// with --outcome, the same facts as JSON. Exit 70 stays reserved for acprof's
+// own bugs: an exception no library turned into a user's error, or an Error of
+// kind Internal that a check of acprof's own raised.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "acprof/files.h"
+#include "acprof/error.h"
+#include "run_app.h"
+
+namespace acprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs `acprof <args>` with one subcommand, "work", whose callback is `work`.
+int runWork(const std::function<void()>& work, std::vector<std::string> args) {
+  CLI::App app{"test"};
+  app.require_subcommand(1);
+  app.add_subcommand("work", "")->callback(work);
+  args.insert(args.begin(), "acprof");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return runApp(app, static_cast<int>(argv.size()), argv.data(),
+                [](const std::exception& e) { return std::string(e.what()); });
+}
+
+nlohmann::json outcomeOf(const std::function<void()>& work, int& exit_code) {
+  const fs::path path = fs::temp_directory_path() / ("acprof-outcome-" + std::to_string(::getpid()) + ".json");
+  fs::remove(path);
+  exit_code = runWork(work, {"work", "--outcome", path.string()});
+  const nlohmann::json outcome = nlohmann::json::parse(readWholeFile(path.string()));
+  fs::remove(path);
+  return outcome;
+}
+
+TEST(RunApp, AnExceptionNoLibraryTurnedIntoAnErrorIsAnInternalErrorAndExits70) {
+  int code = 0;
+  const nlohmann::json outcome = outcomeOf([] { throw std::out_of_range("vector::at"); }, code);
+  EXPECT_EQ(code, 70);
+  EXPECT_EQ(outcome.at("exit_code"), 70);
+  EXPECT_EQ(outcome.at("error").at("kind"), "internal");
+  EXPECT_NE(outcome.at("error").at("message").get<std::string>().find("an internal error of acprof"),
+            std::string::npos);
+}
+
+TEST(RunApp, AnInternalErrorOfAcprofsOwnChecksExits70) {
+  int code = 0;
+  const nlohmann::json outcome =
+      outcomeOf([] { throw Error(ErrorKind::Internal, "the checkpointed graph is invalid; this is a bug"); }, code);
+  EXPECT_EQ(code, 70);
+  EXPECT_EQ(outcome.at("error").at("kind"), "internal");
+}
+
+TEST(RunApp, TheModelsOwnFailureIsNotAnInternalError) {
+  int code = 0;
+  const nlohmann::json outcome =
+      outcomeOf([] { throw Error(ErrorKind::ModelFails, "the model's own training step fails"); }, code);
+  EXPECT_EQ(code, 6);
+  EXPECT_EQ(outcome.at("error").at("kind"), "model_fails");
+}
+
+TEST(RunApp, SuccessWritesAnOutcomeWithNoError) {
+  int code = -1;
+  const nlohmann::json outcome = outcomeOf([] {}, code);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(outcome.at("command"), "work");
+  EXPECT_TRUE(outcome.at("error").is_null());
+}
+
+}  // namespace
+}  // namespace acprof::cli
