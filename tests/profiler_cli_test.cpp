@@ -16,6 +16,7 @@ namespace {
 using acprof::testing::lineCount;
 using acprof::testing::makeScratchDir;
 using acprof::testing::runAcprof;
+using acprof::testing::runCommand;
 using acprof::testing::testModel;
 namespace fs = std::filesystem;
 
@@ -57,11 +58,23 @@ TEST(ProfileCli, VersionNamesTheLibTorchAndWhetherCudaIsCompiledIn) {
   EXPECT_NE(result.out.find(std::string("LibTorch ") + TORCH_VERSION), std::string::npos) << result.out;
 }
 
-// A model that writes in place to a tensor autograd saved: PyTorch's backward
-// refuses it ("modified by an inplace operation"), and so must the profile,
-// although the recorder's saved-tensor hooks would let that backward run. The
-// model's error, with PyTorch's words, exit 6, and no profile.
-TEST(ProfileCli, AModelWhoseTrainingStepFailsInPyTorchIsRefusedAsTheModelsError) {
+// A model that writes in place to a tensor autograd saved (issue 41's repro):
+// PyTorch's own backward refuses it, so acprof refuses to profile it, as the
+// model's error (exit 6), quoting PyTorch and naming the in-place write, with
+// no profile written. Scripted and traced alike.
+void expectRefusedAsTheModelsError(const std::string& dir, const std::string& model) {
+  const auto result = runAcprof("profile " + model + " --input 'float32[4,16]'", dir);
+  EXPECT_EQ(result.exit_code, 6) << "exit code 6: the model's training step fails in PyTorch\n" << result.err;
+  EXPECT_EQ(lineCount(result.err), 1) << result.err;
+  EXPECT_NE(result.err.find("the model's own training step fails in PyTorch"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("modified by an inplace operation"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("aten::mul_ writes in place to a tensor that aten::matmul read before it"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(fs::exists(dir + "/profile.json"));
+}
+
+TEST(ProfileCli, AScriptedModelWhoseTrainingStepFailsInPyTorchIsRefusedAsTheModelsError) {
   const std::string dir = makeScratchDir("profile-inplace-saved");
   torch::jit::Module inplace("acprof_test.WritesWhatAutogradSaved");
   inplace.register_parameter("a", at::randn({16, 16}).requires_grad_(), false);
@@ -74,12 +87,28 @@ def forward(self, x):
     return y + t[:, :8]
 )JIT");
   inplace.save(dir + "/inplace.pt");
-  const auto result = runAcprof("profile inplace.pt --input 'float32[4,16]'", dir);
-  EXPECT_EQ(result.exit_code, 6) << "exit code 6: the model's training step fails in PyTorch\n" << result.err;
-  EXPECT_EQ(lineCount(result.err), 1) << result.err;
-  EXPECT_NE(result.err.find("the model's own training step fails in PyTorch"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("modified by an inplace operation"), std::string::npos) << result.err;
-  EXPECT_FALSE(fs::exists(dir + "/profile.json"));
+  expectRefusedAsTheModelsError(dir, "inplace.pt");
+}
+
+TEST(ProfileCli, ATracedModelWhoseTrainingStepFailsInPyTorchIsRefusedAsTheModelsError) {
+  const std::string dir = makeScratchDir("profile-inplace-saved-traced");
+  std::ofstream(dir + "/export.py") << R"PY(
+import torch
+class WritesWhatAutogradSaved(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Parameter(torch.randn(16, 16))
+        self.b = torch.nn.Parameter(torch.randn(16, 8))
+    def forward(self, x):
+        t = torch.tanh(torch.matmul(x, self.a))
+        y = torch.matmul(t, self.b)
+        t.mul_(2.0)
+        return y + t[:, :8]
+torch.jit.trace(WritesWhatAutogradSaved(), torch.randn(4, 16)).save("inplace.pt")
+)PY";
+  const auto exported = runCommand(std::string(ACPROF_PYTHON) + " -W ignore export.py", dir);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  expectRefusedAsTheModelsError(dir, "inplace.pt");
 }
 
 // Every bad input: exit non-zero, one line on stderr naming the problem, no output file.

@@ -230,6 +230,28 @@ class IterationRunner {
   c10::DeviceType module_device_type_;
 };
 
+// Where the graph writes in place to a tensor an earlier node read: the
+// likely cause of autograd's "modified by an inplace operation", which names
+// the saved tensor's maker but not the write. "" where there is none. A write
+// to a tensor nothing has read yet (zeros_like, then masked_fill_) is no such cause.
+std::string inPlaceWriteAfterRead(const GraphCutFacts& facts) {
+  std::vector<int> first_reader(facts.values.size(), -1);
+  const auto where = [](const ForwardNode& node) {
+    return node.scope.empty() ? node.kind : fmt::format("{} in {}", node.kind, node.scope);
+  };
+  for (const ForwardNode& node : facts.nodes) {
+    for (const int written : node.writes)
+      // Graph inputs (the module, its weights and buffers) are written by
+      // design: BatchNorm's running statistics.
+      if (facts.values[written].producer_node >= 0 && first_reader[written] >= 0)
+        return fmt::format("{} writes in place to a tensor that {} read before it", where(node),
+                           where(facts.nodes[first_reader[written]]));
+    for (const int read : node.reads)
+      if (first_reader[read] < 0) first_reader[read] = node.id;
+  }
+  return "";
+}
+
 // The profiled step must be one PyTorch itself accepts. acprof's saved-tensor
 // hooks stand between autograd and every tensor it saves, and with hooks in
 // place PyTorch skips its check that a saved tensor was not written in place
@@ -238,8 +260,8 @@ class IterationRunner {
 // So one plain step runs first, with no hook of acprof's, under autograd's own
 // checks. Its forward or loss failing is left to the recorded run, which names
 // the input or loss to fix; a failing backward is the model's.
-void checkPlainTrainingStep(torch::jit::Module& module, const PreparedRun& run, uint64_t seed,
-                            c10::DeviceType device_type) {
+void checkPlainTrainingStep(torch::jit::Module& module, const PreparedRun& run, const GraphCutFacts& facts,
+                            uint64_t seed, c10::DeviceType device_type) {
   at::manual_seed(seed);
   at::Tensor loss;
   try {
@@ -256,10 +278,11 @@ void checkPlainTrainingStep(torch::jit::Module& module, const PreparedRun& run, 
     loss.backward();
   } catch (const std::exception& e) {
     clearGradients(module);
+    const std::string write = inPlaceWriteAfterRead(facts);
     throw Error(ErrorKind::ModelFails,
-                fmt::format("the model's own training step fails in PyTorch, without acprof: {}; fix the model "
+                fmt::format("the model's own training step fails in PyTorch, without acprof: {}{}; fix the model "
                             "(acprof profiles only a step PyTorch accepts)",
-                            oneLineTorchError(e)));
+                            oneLineTorchError(e), write.empty() ? "" : "; the graph's " + write));
   }
   clearGradients(module);
 }
@@ -352,7 +375,7 @@ Profile recordProfile(const RecordOptions& options) {
     // and in the recorded runs' executor mode.
     ExecutorModeGuard executor_mode(options.run.executor_optimize);
     progress("one plain training step, under autograd's own checks");
-    checkPlainTrainingStep(module, run, options.run.seed, device_type);
+    checkPlainTrainingStep(module, run, facts, options.run.seed, device_type);
   }
 
   std::vector<IterationOutcome> measured;
