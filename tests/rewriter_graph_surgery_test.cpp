@@ -203,6 +203,37 @@ TEST_F(GraphSurgery, VerificationSeesADifferentModel) {
   const VerificationResult result = verifyRewrite(path("model.pt"), path("other.pt"), stepConfig({"float32[16,32]"}));
   EXPECT_FALSE(result.bitwise_equal);
   EXPECT_GT(result.max_gradient_abs_diff, 0);
+  // The original agrees with itself, so the difference is the other model's.
+  EXPECT_FALSE(result.original_difference) << result.original_difference->what;
+}
+
+// Two steps that differ are told apart by the first value in the verification's
+// order (loss, gradients by parameter, buffers), bit for bit or beyond a
+// tolerance: what a non-reproducible original is reported by.
+TEST(StepDifference, TheFirstValueThatDiffersIsNamedWithItsDifference) {
+  StepOutcome first;
+  first.loss = at::tensor({1.0f});
+  first.gradients = {{"fc.weight", at::tensor({1.0f, 2.0f})}, {"fc.bias", at::tensor({3.0f})}};
+  first.buffers = {{"bn.running_mean", at::tensor({0.5f})}};
+  StepOutcome second = first;
+  EXPECT_FALSE(firstDifference(first, second, std::nullopt));
+
+  second.gradients[1].second = at::tensor({3.25f});
+  second.buffers[0].second = at::tensor({0.75f});
+  const std::optional<StepDifference> bits = firstDifference(first, second, std::nullopt);
+  ASSERT_TRUE(bits);
+  EXPECT_EQ(bits->what, "the gradient of 'fc.bias'");
+  EXPECT_DOUBLE_EQ(bits->abs_diff, 0.25);
+  // Within a tolerance of 0.3 the gradient agrees, and the buffer is next.
+  const std::optional<StepDifference> tolerated = firstDifference(first, second, 0.3);
+  EXPECT_FALSE(tolerated) << tolerated->what;
+  const std::optional<StepDifference> buffer = firstDifference(first, second, 0.1);
+  ASSERT_TRUE(buffer);
+  EXPECT_EQ(buffer->what, "the gradient of 'fc.bias'");
+  second.gradients[1].second = first.gradients[1].second;
+  const std::optional<StepDifference> only_buffer = firstDifference(first, second, 0.1);
+  ASSERT_TRUE(only_buffer);
+  EXPECT_EQ(only_buffer->what, "buffer 'bn.running_mean'");
 }
 
 // A model whose loss is NaN on its inputs (random weights, too small an input)

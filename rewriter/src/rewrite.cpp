@@ -117,6 +117,16 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
     report(options, "verifying one training step against the original");
     result.verification = verifyRewrite(result.model_path, temp_path, *config, options.tolerance);
     const VerificationResult& v = *result.verification;
+    if (v.original_difference) {
+      throw RewriteError(
+          fmt::format("the original model's own training step is not reproducible: two steps of the original, "
+                      "on the same inputs and seed, differ in {} by {:.3g}, so no rewrite can be verified against "
+                      "it; this is nondeterminism in PyTorch or the model, not in acprof: pass --tolerance {:.3g} "
+                      "(or larger) to accept differences that size, or --no-verify",
+                      v.original_difference->what, v.original_difference->abs_diff,
+                      std::max(v.maxAbsDiff(), v.original_difference->abs_diff)),
+          ErrorKind::ModelFails);
+    }
     if (!v.passed()) {
       const std::string how = v.tolerance ? fmt::format("above the tolerance {:.3g}", *v.tolerance)
                                           : std::string("with deterministic algorithms");

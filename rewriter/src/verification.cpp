@@ -114,6 +114,25 @@ std::string nondeterministicAlert(const std::exception& e) {
 
 }  // namespace
 
+std::optional<StepDifference> firstDifference(const StepOutcome& first, const StepOutcome& second,
+                                              std::optional<double> tolerance) {
+  const auto differ = [&](const at::Tensor& a, const at::Tensor& b) {
+    return tolerance ? maxAbsDiff(a, b) > *tolerance : !bitwiseEqual(a, b);
+  };
+  if (differ(first.loss, second.loss)) return StepDifference{"the loss", maxAbsDiff(first.loss, second.loss)};
+  const auto named = [&](const NamedTensors& a, const NamedTensors& b,
+                         const char* what) -> std::optional<StepDifference> {
+    for (const auto& [name, tensor] : a) {
+      const auto match = std::find_if(b.begin(), b.end(), [&](const auto& entry) { return entry.first == name; });
+      const at::Tensor other = match == b.end() ? at::Tensor() : match->second;
+      if (differ(tensor, other)) return StepDifference{fmt::format("{} '{}'", what, name), maxAbsDiff(tensor, other)};
+    }
+    return std::nullopt;
+  };
+  if (auto d = named(first.gradients, second.gradients, "the gradient of")) return d;
+  return named(first.buffers, second.buffers, "buffer");
+}
+
 double VerificationResult::maxAbsDiff() const {
   return std::max({loss_abs_diff, max_gradient_abs_diff, max_buffer_abs_diff});
 }
@@ -153,6 +172,13 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
                result.gradients_compared, result.bitwise_equal);
   compareNamed(expected.buffers, actual.buffers, "buffers", result.max_buffer_abs_diff, result.buffers_compared,
                result.bitwise_equal);
+  // Before blaming the rewrite: does the original agree with itself? Only
+  // where the rewrite failed, so a passing verification costs no third step.
+  if (!result.passed()) {
+    torch::jit::Module original = loadModel(original_path, config.run.device);
+    const StepOutcome repeated = runTrainingStep(original, inputs, target, config);
+    result.original_difference = firstDifference(expected, repeated, tolerance);
+  }
   return result;
 }
 

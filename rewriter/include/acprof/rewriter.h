@@ -41,6 +41,16 @@ class RewriteError : public Error {
 torch::jit::Module checkpointedModel(const std::string& model_path, const Plan& plan);
 
 // How one training step of the rewritten model compared with the original.
+// The first value two training steps disagree on: "the loss", "the gradient of
+// 'fc.weight'", "buffer 'bn.running_mean'", and by how much (a NaN on one side is infinite).
+struct StepDifference {
+  std::string what;
+  double abs_diff = 0;
+};
+// In the verification's terms: any bit, or more than the tolerance when one is given.
+std::optional<StepDifference> firstDifference(const StepOutcome& first, const StepOutcome& second,
+                                              std::optional<double> tolerance);
+
 struct VerificationResult {
   double loss_abs_diff = 0;
   double max_gradient_abs_diff = 0;
@@ -51,6 +61,10 @@ struct VerificationResult {
   // The mode: unset, bit for bit with deterministic algorithms on for both runs;
   // set, every difference at most this (absolute), in the caller's algorithm settings.
   std::optional<double> tolerance;
+
+  // Set where the rewrite did not pass and a second step of the original
+  // differed from the first (rewrite.cpp then blames the original, not acprof).
+  std::optional<StepDifference> original_difference;
 
   // The largest of the three differences (a NaN counts as infinite).
   double maxAbsDiff() const;
