@@ -16,7 +16,15 @@ void writeOutcome(const std::string& path, const std::string& command, int exit_
     outcome["error"] = nullptr;
   } else {
     outcome["error"] = {{"kind", kind}, {"message", message}};
-    if (const auto* infeasible = dynamic_cast<const InfeasibleBudget*>(error)) outcome["floor"] = infeasible->floor;
+    if (const auto* infeasible = dynamic_cast<const InfeasibleBudget*>(error)) {
+      outcome["floor"] = infeasible->floor;
+      const SearchReport& search = infeasible->search;
+      if (search.searched)
+        outcome["search"] = {{"proven_optimal", search.proven_optimal},
+                             {"decisions_evaluated", search.decisions_evaluated},
+                             {"seconds", search.seconds},
+                             {"peak_lower_bound_bytes", search.peak_lower_bound_bytes}};
+    }
   }
   try {
     writeFileAtomically(path, outcome.dump(2) + "\n");

@@ -1,7 +1,7 @@
 // The outcome of one acprof command as data (--outcome FILE): its exit code,
-// the error's kind and line, and what the error knows beyond the line (the
-// floor's composition for an infeasible budget), so that scripts read facts
-// instead of parsing stderr.
+// the error's kind and line, and what the error knows beyond the line (for an
+// infeasible budget: the floor's composition and, from a searching solver, how
+// its search ended), so that scripts read facts instead of parsing stderr.
 #pragma once
 
 #include <exception>

@@ -22,7 +22,7 @@ measurement on the CPU reference models, which issue 10 asks to hold within 10 %
 For each model and export mode (traced, scripted) the driver
   1. exports it (scripts/zoo_export.py, a separate process per model);
   2. runs `acprof profile`;
-  3. finds the floor: `acprof plan --budget 1%` fails and names the smallest peak it reached;
+  3. finds the floor: `acprof plan --budget 1% --outcome F` fails, and F names the smallest peak it reached;
   4. for the budgets 70 % and near the floor (near_floor_budget): `acprof plan`, then
      `acprof rewrite` (verified);
 and records, per model, a JSON file in the results directory (default build/zoo/). A model whose
@@ -67,20 +67,17 @@ REMOVABLE_SHARE_GOAL = 0.60  # issue 10's goal for the floor; listed, not a rule
 BINARY_WAIT_SECONDS = 30 * 60
 BINARY_ATTEMPTS = 3
 
-INFEASIBLE_MARKER = "is below the smallest peak"
+INFEASIBLE_EXIT = 3  # acprof plan: no plan fits the budget (README, exit codes)
 # The rewrite's timing line: alternated steps of both models in one process.
 TIME_PATTERN = re.compile(
     r"^time: step before ([0-9.]+) ms, after ([0-9.]+) ms, extra ([-+0-9.]+)% \(median of (\d+) alternated pairs"
     r"(?:, standard error ([0-9.]+)%)?", re.M)
 TIME_ERROR_GOAL = 0.10     # |predicted - measured extra time| as a share of the step; listed, not a rule
 REFERENCE_TIME_ROUNDS = 20  # least timed pairs per rewrite of the reference set (parse_arguments says why)
-FLOOR_PATTERN = re.compile(r"smallest peak the \S+ solver reached, [^(]*\((\d+) B\)")
 # A floor below the goal is searched again exhaustively (acprof plan --solver optimal), to tell a
 # floor no set of legal segments beats from one the default solver misses, and to name the peak
 # no plan of any kind goes below (the bytes no recompute touches, at their own peak).
 EXACT_SEARCH_SECONDS = 10  # acprof's own default; --exact-search-seconds
-PROVEN_MARKER = "optimal: every segment set searched"
-LOWER_BOUND_PATTERN = re.compile(r"no plan can peak below [^(]*\((\d+) B,")
 
 
 def log(message: str) -> None:
@@ -213,16 +210,23 @@ def removable_bytes(facts: Dict) -> int:
     return facts["peak_bytes"] - b["weight"] - b["gradient"] - b["optimizer_state"] - b["input"]
 
 
+def infeasible_outcome(work_dir: str, result, outcome_file: str) -> Optional[Dict]:
+    """The outcome acprof plan wrote (--outcome) where it refused the budget, else None."""
+    if result.returncode != INFEASIBLE_EXIT:
+        return None
+    return read_json(os.path.join(work_dir, outcome_file))
+
+
 def find_floor(options, work_dir: str) -> int:
-    """The smallest peak the planner reaches, in bytes, from the error of a plan that cannot fit."""
-    result = run_acprof(options, ["plan", "profile.json", "--budget", FLOOR_PROBE_BUDGET, "-o", "floor_probe.json"],
-                        work_dir, "plan_floor_probe.log")
+    """The smallest peak the planner reaches, in bytes, from the outcome of a plan that cannot fit."""
+    result = run_acprof(options, ["plan", "profile.json", "--budget", FLOOR_PROBE_BUDGET, "-o", "floor_probe.json",
+                                  "--outcome", "floor_probe.outcome.json"], work_dir, "plan_floor_probe.log")
     if result.returncode == 0:  # everything removable: the probe's plan is the floor
         return read_json(os.path.join(work_dir, "floor_probe.json"))["predicted_peak_bytes"]
-    match = FLOOR_PATTERN.search(result.stderr)
-    if not match:
+    refused = infeasible_outcome(work_dir, result, "floor_probe.outcome.json")
+    if refused is None:
         raise CommandFailed(f"plan --budget {FLOOR_PROBE_BUDGET}", error_line(result))
-    return int(match.group(1))
+    return refused["floor"]["peak_bytes"]
 
 
 def exact_search_outcome(options, work_dir: str) -> Dict:
@@ -238,16 +242,16 @@ def exact_search(options, work_dir: str) -> Dict:
     it optimal, and the peak it says no plan can go below (the floor itself when proven)."""
     seconds = options.exact_search_seconds
     result = run_acprof(options, ["plan", "profile.json", "--budget", "1", "--solver", "optimal", "--time-limit",
-                                  f"{seconds:g}", "-o", "exact_probe.json"], work_dir, "plan_exact_probe.log")
+                                  f"{seconds:g}", "-o", "exact_probe.json", "--outcome", "exact_probe.outcome.json"],
+                        work_dir, "plan_exact_probe.log")
     step = "plan --solver optimal --budget 1"
-    floor = FLOOR_PATTERN.search(result.stderr)
-    if result.returncode == 0 or not floor:
+    refused = infeasible_outcome(work_dir, result, "exact_probe.outcome.json")
+    if refused is None or "search" not in refused:
         raise CommandFailed(step, error_line(result))
-    proven = PROVEN_MARKER in result.stderr
-    bound = floor if proven else LOWER_BOUND_PATTERN.search(result.stderr)
-    if not bound:
-        raise CommandFailed(step, f"no lower bound in: {error_line(result)}")
-    return {"floor_bytes": int(floor.group(1)), "proven": proven, "lower_bound_bytes": int(bound.group(1)),
+    floor = refused["floor"]["peak_bytes"]
+    proven = refused["search"]["proven_optimal"]
+    bound = floor if proven else refused["search"]["peak_lower_bound_bytes"]
+    return {"floor_bytes": floor, "proven": proven, "lower_bound_bytes": bound,
             "seconds": seconds, "acprof_built": build_time(options.acprof)}
 
 
@@ -287,7 +291,7 @@ def run_budget(options, work_dir: str, tag: str, budget: str) -> Dict:
     result = run_acprof(options, ["plan", "profile.json", "--budget", budget, "-o", plan_path], work_dir,
                         f"plan_{tag}.log")
     if result.returncode != 0:
-        if INFEASIBLE_MARKER in result.stderr and tag != "floor":
+        if result.returncode == INFEASIBLE_EXIT and tag != "floor":
             outcome["infeasible"] = error_line(result)
             return outcome
         raise CommandFailed(f"plan --budget {budget}", error_line(result))

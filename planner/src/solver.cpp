@@ -82,7 +82,7 @@ SolverResult solveRecompute(const Simulator& simulator, const std::string& solve
     std::string message = infeasibleMessage(simulator, result.solver, budget_bytes, result.simulation, composition);
     const std::string search = searchReportText(result.search, result.simulation.peak_bytes);
     if (!search.empty()) message += " (" + search + ")";
-    throw InfeasibleBudget(message, result.simulation.peak_bytes, std::move(composition));
+    throw InfeasibleBudget(message, result.simulation.peak_bytes, std::move(composition), result.search);
   }
   return result;
 }

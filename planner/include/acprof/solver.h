@@ -105,10 +105,15 @@ const std::vector<std::string>& solverNames();
 // composition carries the same as data.
 class InfeasibleBudget : public Error {
  public:
-  InfeasibleBudget(const std::string& message, int64_t smallest_peak_bytes, PeakComposition floor)
-      : Error(ErrorKind::InfeasibleBudget, message), smallest_peak_bytes(smallest_peak_bytes), floor(std::move(floor)) {}
+  InfeasibleBudget(const std::string& message, int64_t smallest_peak_bytes, PeakComposition floor,
+                   SearchReport search)
+      : Error(ErrorKind::InfeasibleBudget, message),
+        smallest_peak_bytes(smallest_peak_bytes),
+        floor(std::move(floor)),
+        search(search) {}
   int64_t smallest_peak_bytes;
   PeakComposition floor;
+  SearchReport search;  // how the solver's search ended (searched false: it does not search)
 };
 
 // Runs the named solver. Never returns a decision whose simulated peak is above
