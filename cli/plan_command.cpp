@@ -1,4 +1,5 @@
 // acprof plan: choose what to recompute so that a training step fits a budget.
+#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -26,6 +27,20 @@ struct PlanArgs {
   std::string sweep_svg = "frontier.svg";
 };
 
+// A TorchScript archive given where the profile goes (`acprof plan model.pt`)
+// is named as what it is, with the command that makes its profile; anything
+// else is the profile reader's to judge.
+Profile readProfileOf(const std::string& path) {
+  char head[4] = {};
+  std::ifstream(path, std::ios::binary).read(head, sizeof(head));
+  if (std::string(head, sizeof(head)) == std::string("PK\x03\x04", 4))  // a zip archive, as torch.jit.save writes
+    throw Error(ErrorKind::BadInput,
+                fmt::format("{} is a model archive, not a profile: run 'acprof profile {}' first, then "
+                            "'acprof plan --budget ...' on the profile.json it writes",
+                            path, path));
+  return readProfileFile(path);
+}
+
 void runPlan(const PlanArgs& args) {
   if (args.budget.empty() && !args.sweep)
     throw Error(ErrorKind::Usage,
@@ -33,7 +48,7 @@ void runPlan(const PlanArgs& args) {
                 "budget costs");
   if (!args.budget.empty()) checkOutputPath(args.output, {args.profile_path});
   if (args.sweep) checkOutputPath(args.sweep_svg, {args.profile_path, args.output});
-  const Profile profile = readProfileFile(args.profile_path);
+  const Profile profile = readProfileOf(args.profile_path);
   std::vector<FrontierPoint> frontier;
   if (args.sweep) {
     frontier = memoryTimeFrontier(profile, args.solver);
@@ -56,6 +71,11 @@ void runPlan(const PlanArgs& args) {
             << fmt::format("{:<16}{}\n", "peaks count", "allocated bytes (tensors), not "
                            "the caching allocator's reserved bytes")
             << (threads.empty() ? "" : fmt::format("{:<16}{}\n", "threads", threads))
+            << (plan.segments.empty() && plan.budget_bytes >= plan.baseline_peak_bytes
+                    ? fmt::format("{:<16}the budget is at or above the profiled peak ({}): nothing needs "
+                                  "recomputing, so the plan has no segment; ask for less, e.g. --budget 70%\n",
+                                  "note", formatBytes(plan.baseline_peak_bytes))
+                    : "")
             << fmt::format("wrote {}\n", args.output);
   if (args.sweep) std::cout << fmt::format("wrote {}\n", args.sweep_svg);
 }

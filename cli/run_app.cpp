@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "acprof/error.h"
 #include "commands.h"
 #include "outcome.h"
@@ -100,8 +102,12 @@ int runApp(CLI::App& app, int argc, char** argv, const InternalErrorText& intern
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e) == 0 ? 0 : kUsageExit;  // --help is not an error
-    return code == 0 ? code : finish(code, "usage", oneLine(e.what()), &e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help and --version print and succeed
+    // One line like every other error, naming where the options are listed.
+    const std::string command = commandName(app);
+    const std::string line = printError(fmt::format("{}; see 'acprof{} --help'", e.what(),
+                                                    command.empty() ? "" : " " + command));
+    return finish(kUsageExit, "usage", line, &e);
   } catch (const Error& e) {
     // Libraries throw one-line errors that already name the problem and the fix.
     const std::string line = printError(e.what());

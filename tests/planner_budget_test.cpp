@@ -42,8 +42,25 @@ TEST(PlannerBudget, PercentOfTheProfiledPeak) {
   EXPECT_EQ(parseBudget("150%", 1000), 1500);
 }
 
+// "0.5" is half the peak written as a fraction, not half a byte: the error
+// says what to write instead. Half a byte with a unit gets the usual example.
+TEST(PlannerBudget, AFractionWithoutAUnitSuggestsThePercentage) {
+  try {
+    parseBudget("0.5", kPeak);
+    FAIL() << "0.5 was accepted";
+  } catch (const BudgetError& e) {
+    EXPECT_NE(std::string(e.what()).find("--budget 50%"), std::string::npos) << e.what();
+  }
+  try {
+    parseBudget("0.5B", kPeak);
+    FAIL() << "0.5B was accepted";
+  } catch (const BudgetError& e) {
+    EXPECT_EQ(std::string(e.what()).find("--budget 50%"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PlannerBudget, GarbageZeroAndNegativeAreOneLineErrorsWithAnExample) {
-  for (const char* text : {"", "   ", "GB", "six GB", "6XB", "6 GBs", "0", "0GB", "-1GB", "-5%", "0%", "0.1",
+  for (const char* text : {"", "   ", "GB", "six GB", "6XB", "6 GBs", "0", "0GB", "-1GB", "-5%", "0%", "0.1B",
                            "nan", "inf", "6G B"}) {
     try {
       parseBudget(text, kPeak);

@@ -93,6 +93,33 @@ TEST(PlannerCli, InfeasibleBudgetIsOneLineAndWritesNothing) {
   EXPECT_FALSE(fs::exists(dir + "/out.json"));
 }
 
+// A model archive where the profile goes is named as such, with the command
+// that makes the profile, not as bad JSON.
+TEST(PlannerCli, AModelGivenForTheProfileIsNamedAsAModel) {
+  const std::string dir = makeScratchDir("plan-model-given");
+  fs::copy_file(testModel("mlp_traced.pt"), dir + "/model.pt");
+  const auto result = runAcprof("plan model.pt --budget 60%", dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(lineCount(result.err), 1) << result.err;
+  EXPECT_NE(result.err.find("model.pt is a model archive, not a profile"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("acprof profile model.pt"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(dir + "/plan.json"));
+}
+
+// A budget at or above the profiled peak needs no recompute: the plan (no
+// segment) is written, and a note says why it is empty and what to ask for.
+TEST(PlannerCli, ABudgetAboveThePeakSaysThatNothingNeedsRecomputing) {
+  const std::string dir = makeScratchDir("plan-above-peak");
+  writeChainProfile(dir);
+  const auto above = runAcprof("plan --budget 2000", dir);
+  ASSERT_EQ(above.exit_code, 0) << above.err;
+  EXPECT_TRUE(readPlanFile(dir + "/plan.json").segments.empty());
+  EXPECT_NE(above.out.find("nothing needs recomputing"), std::string::npos) << above.out;
+  const auto below = runAcprof("plan --budget 1450", dir);
+  ASSERT_EQ(below.exit_code, 0) << below.err;
+  EXPECT_EQ(below.out.find("nothing needs recomputing"), std::string::npos) << below.out;
+}
+
 TEST(PlannerCli, BadBudgetDamagedAndOldProfilesAreOneLineErrors) {
   const std::string dir = makeScratchDir("plan-errors");
   const std::string profile = writeChainProfile(dir);
@@ -100,6 +127,11 @@ TEST(PlannerCli, BadBudgetDamagedAndOldProfilesAreOneLineErrors) {
   EXPECT_EQ(bad_budget.exit_code, 1);
   auto unknown_option = runAcprof("plan --budget 60% --no-such-option", dir);
   EXPECT_EQ(unknown_option.exit_code, 2) << "exit code 2: usage";
+  // The argument parser's errors are one line like every other, with the prefix and where help is.
+  EXPECT_EQ(lineCount(unknown_option.err), 1) << unknown_option.err;
+  EXPECT_EQ(unknown_option.err.rfind("acprof: error: ", 0), 0u) << unknown_option.err;
+  EXPECT_NE(unknown_option.err.find("--no-such-option"), std::string::npos) << unknown_option.err;
+  EXPECT_NE(unknown_option.err.find("acprof plan --help"), std::string::npos) << unknown_option.err;
   auto unknown_solver = runAcprof("plan --budget 60% --solver magic", dir);
   EXPECT_EQ(unknown_solver.exit_code, 2) << unknown_solver.err;
   EXPECT_EQ(lineCount(bad_budget.err), 1) << bad_budget.err;

@@ -188,6 +188,9 @@ INSTANTIATE_TEST_SUITE_P(
                  "'not_a_model.pt' is a file, not a directory"},
         BadInput{"CrossEntropyWithoutTarget",
                  "profile MLP --loss cross_entropy -o out.json", "--target"},
+        // Only cross-entropy reads a target: another loss would train without it, unsaid.
+        BadInput{"TargetWithoutCrossEntropy", "profile MLP --target 'int64[64]:0..10' -o out.json",
+                 "--target is read only by --loss cross_entropy"},
         BadInput{"TruncatedArchive", "profile truncated.pt -o out.json", "not a loadable TorchScript model"},
         BadInput{"NoForward", "profile no_forward.pt --input 'float32[2,4]' -o out.json", "no forward method"},
         BadInput{"NoFloatingOutput", "profile integer_output.pt --input 'float32[2,4]' -o out.json",

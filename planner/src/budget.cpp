@@ -56,6 +56,11 @@ int64_t parseBudget(const std::string& text, int64_t profiled_peak_bytes) {
     if (per_unit == 0) fail(text, fmt::format("has an unknown unit '{}'", unit));
     bytes = std::floor(number * per_unit);
   }
+  // "0.5" is a fraction written without its percent sign far more often than half a byte.
+  if (bytes < 1 && unit.empty() && number < 1)
+    throw BudgetError(fmt::format("budget '{}' is less than one byte; for {:g} % of the profiled peak write "
+                                  "--budget {:g}%",
+                                  printable(text), number * 100, number * 100));
   if (bytes < 1) fail(text, "is less than one byte");
   if (bytes >= 9.2e18) fail(text, "is too large");
   return static_cast<int64_t>(bytes);

@@ -91,6 +91,11 @@ PreparedRun prepare(const RecordOptions& options, const torch::jit::Module& modu
     throw RecordError(fmt::format("unknown loss '{}'; use sum, mean or cross_entropy", run.loss_kind));
   if (run.loss_kind == "cross_entropy" && !run.target_spec)
     throw RecordError("--loss cross_entropy needs a target; pass --target, e.g. --target int64[32]:0..1000");
+  // Only the cross-entropy loss reads a target: any other would train without it, unsaid.
+  if (!options.run.target_spec.empty() && run.loss_kind != "cross_entropy")
+    throw RecordError(fmt::format("--target is read only by --loss cross_entropy, and the loss is {}; add --loss "
+                                  "cross_entropy, or drop --target",
+                                  run.loss_kind));
   run.autocast = !options.run.autocast.empty() ? options.run.autocast : stored.autocast;
   if (run.autocast == "off") run.autocast = "";
   checkAutocastDtype(run.autocast);
