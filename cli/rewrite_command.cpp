@@ -123,6 +123,9 @@ void runRewrite(const RewriteArgs& args) {
   splitFileArguments(args.files, model_path, plan_path);
   const Plan plan = readPlanFile(plan_path);
   if (model_path.empty()) model_path = plan.model_path;
+  if (plan.segments.empty())
+    std::cout << "the plan has no segment (its budget needs no recompute): the rewritten model is the original "
+                 "with nothing checkpointed; plan with a lower --budget to save memory\n";
 
   RewriteOptions options;
   options.model_path = model_path;

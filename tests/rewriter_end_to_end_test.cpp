@@ -275,6 +275,20 @@ fs::path profiledAndPlanned(const std::string& name, const std::string& model) {
   return directory;
 }
 
+// The profile records its model and the plan its profile by absolute path, so
+// a rewrite run from another directory finds both; a plan with no segment says
+// so rather than rewriting in silence.
+TEST(RewritePaths, APlanIsRewrittenFromAnotherDirectoryAndAnEmptyPlanSaysSo) {
+  const fs::path directory = profiledAndPlanned("rewrite-elsewhere", "mlp_traced.pt");
+  fs::create_directory(directory / "elsewhere");
+  const CommandResult rewritten = runIn(directory / "elsewhere", "rewrite ../plan.json --time-rounds 0");
+  ASSERT_EQ(rewritten.exit_code, 0) << outputOf(rewritten);
+  EXPECT_TRUE(fs::exists(directory / "model.ckpt.pt"));
+  EXPECT_TRUE(fs::exists(directory / "report.html"));
+  EXPECT_NE(rewritten.out.find("the plan has no segment"), std::string::npos) << rewritten.out;
+  if (!HasFailure()) fs::remove_all(directory);
+}
+
 // Short steps are timed in more pairs than --time-rounds asks for, until the
 // pairs have taken a second (five pairs of 40 ms steps moved the measured
 // extra time by tens of percent of the step between runs), and noisy ones

@@ -1,6 +1,7 @@
 #include "acprof/recorder.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -357,7 +358,8 @@ Profile recordProfile(const RecordOptions& options) {
   if (run.target_spec) run.target = makeTensor(*run.target_spec, options.run.device);
 
   Profile profile;
-  profile.meta.model_path = options.model_path;
+  // Absolute: plan and rewrite find the model from any directory (issue 36).
+  profile.meta.model_path = std::filesystem::absolute(options.model_path).lexically_normal().string();
   profile.meta.model_sha256 = sha256OfFile(options.model_path);
   profile.meta.torch_version = TORCH_VERSION;
   profile.meta.command = options.command_line;
