@@ -1,59 +1,63 @@
 #!/usr/bin/env python3
-"""Head to head: what acprof does to one model's training step against what its users would
-pick instead, as a Markdown table of peak memory and median step time, each as a ratio to
-that engine's own baseline.
+"""Head to head: what acprof does to one model's training step against what PyTorch already
+gives its users, as a Markdown table, a JSON file and a frontier plot (SVG) of peak memory
+against step time, each as a ratio to that engine's own baseline.
 
-    scripts/bench_head_to_head.py --acprof build/cli/acprof --model gpt_long [--device cpu|cuda]
+    scripts/bench_head_to_head.py --acprof /tmp/acprof-bench/bin/acprof --model gpt2_hf \
+        [--rounds 3] [--work build/bench-head-to-head] [--svg docs/bench-gpt2_hf.svg]
 
-The model is one of models/reference_models.py's catalogue, built with seed 0 and exported
-traced (the TorchScript engine) from the very weights the eager engines train. One training
-step is forward, the archive's loss and backward, with gradients set to None before it and no
-optimizer, as `acprof profile` measures it by default.
+--model is one of BENCH_MODELS below (Hugging Face GPT-2 and BERT from small random configs,
+the repo's own GPT, torchvision ResNet-50 and ViT-B/16, each at a size whose eager step takes
+about a second on a 2-core CPU and whose peak is mostly activations) or of
+models/reference_models.py's catalogue (the test uses gpt_small). Every model is built with
+seed 0, without dropout (so every engine's gradients can be compared with eager's), and exported
+traced (the TorchScript engine) from the very weights the eager engines train. One training step
+is forward, the loss and backward, gradients set to None before it, no optimizer, as
+`acprof profile` measures it by default.
 
-Rows and baselines:
-  - TorchScript: `acprof profile` of the exported model (executor optimization off, acprof's
-    default). Baseline of the acprof rows.
-  - acprof at 80/60/40/30 % of the profiled peak and at its floor (the smallest peak the planner
-    reaches, read from `acprof plan`'s refusal of a 1-byte budget): `acprof plan --budget`, then
-    `acprof rewrite` (verified), whose re-profile of the rewritten model gives the row. A budget
-    below the floor is a row that says so.
-  - eager PyTorch, and eager with torch.utils.checkpoint (non-reentrant) around every block: the
-    children of the model's `blocks` container, or of the model itself when it is an
-    nn.Sequential. Baseline: plain eager.
-  - torch.compile with torch._functorch.config.activation_memory_budget 0.5 and 0.2 against
-    torch.compile with the budget at 1.0, where this torch has torch.compile; otherwise one row
-    saying it is unavailable.
+Rows, each engine's baseline first:
+  - eager PyTorch (baseline); torch.utils.checkpoint (use_reentrant=False) around every block;
+    selective activation checkpointing around every block with torchtitan's kind of policy: the
+    outputs of matmul-like ops (SAVED_OPS) are saved, everything else is recomputed.
+  - torch.compile on the inductor backend with no budget (baseline), and with
+    torch._functorch.config.activation_memory_budget at 0.5, 0.2 and 0.0.
+  - the TorchScript model (baseline), and acprof at 80/60/40/30 % of its profiled peak and at
+    its floor (the smallest peak the planner reaches, read from `acprof plan --outcome`): `acprof
+    plan --budget`, then `acprof rewrite` (verified against the TorchScript model), then the
+    rewritten model is run here like every other row. A budget below the floor is a row that
+    says so; it is not an error.
+  A row whose engine fails (a combination CPU inductor cannot compile, say) is a row that shows
+  the error's first line; --allow-error names the settings where that is a known failure.
 
-How each number is measured:
-  - Peak, TorchScript and acprof rows: acprof's own measurement, summary.peak_bytes of
-    profile.json and of the rewrite's profile.after.json: the live bytes of every tensor, weights,
-    gradients and inputs included, at the highest allocator event of one measured iteration
-    (each allocation and free is reported by the allocator to acprof's hook).
-  - Peak, eager and torch.compile rows on the CPU (no allocator counter to read): the bytes of
-    every distinct storage alive when the step starts (parameters, buffers, inputs, target), plus
-    the highest point of the running sum of the allocator's allocations and frees during one step
-    (after a warm-up step), as torch.profiler(profile_memory=True) records them, replayed in order.
-    That is the same quantity as acprof's, measured by torch's profiler instead of acprof's hook;
-    the table's first eager row and the TorchScript row can be compared to check it.
-    On CUDA: torch.cuda.max_memory_allocated() over one step after reset_peak_memory_stats(),
-    which counts everything resident (allocated, not reserved).
-  - Step time, TorchScript and acprof rows: the sum of the profile's phase times (each step's
-    median over the measured iterations, the profiling probes' cost excluded).
-  - Step time, eager and torch.compile rows: the median wall time of --iters steps after one
-    warm-up step (two for torch.compile, whose first step compiles), the device synchronized.
+How each number is measured, the same way for every row, all in this one process:
+  - Peak: the bytes of every distinct storage alive when the step starts (parameters, buffers,
+    inputs, target), plus the highest point of the running sum of the CPU allocator's
+    allocations and frees during one step after warm-up, as torch.profiler(profile_memory=True)
+    records them, replayed in order. That is the quantity `acprof profile` reports (live bytes of
+    every tensor at the highest allocator event); its own number is in the JSON for comparison.
+  - Step time: the fastest of --rounds steps (the median is in the JSON too). Rounds are
+    interleaved: each round steps every row once, so a slow minute on a shared machine falls on
+    every row alike.
+  - Gradients: of the measured step, compared parameter by parameter with eager's: "equal" when
+    every one is bit for bit, else the largest absolute difference; a difference above
+    --grad-tolerance times eager's largest gradient is a failure.
 """
 
 import argparse
-import importlib
+import contextlib
+import functools
 import json
+import math
 import os
-import re
+import platform
 import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
-from typing import Callable, List, Optional
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are built from configs; nothing is downloaded
 
 import torch
 from torch import nn
@@ -61,123 +65,221 @@ from torch import nn
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "models"))
 
+import export  # noqa: E402
+import gpt  # noqa: E402
 import reference_models  # noqa: E402
+import specs  # noqa: E402
 import training_step  # noqa: E402
 
 ACPROF_BUDGETS = ["80%", "60%", "40%", "30%"]
-COMPILE_BUDGETS = [0.5, 0.2]
-TABLE_HEADER = "| engine | setting | peak | peak / baseline | step time | time / baseline | note |"
+COMPILE_BUDGETS = [0.5, 0.2, 0.0]
+TABLE_HEADER = "| engine | setting | peak | peak / baseline | step time | time / baseline | gradients | note |"
 
+
+# --- the models -------------------------------------------------------------------------------
+
+@dataclass
+class BenchModel:
+    build: Callable[[], nn.Module]  # called right after torch.manual_seed(0)
+    training: specs.TrainingSpecs
+    # The container whose children are the model's blocks, from the model: what per-block and
+    # selective checkpointing wrap, as a user would place them by hand.
+    blocks: Callable[[nn.Module], nn.Module]
+
+
+class TokenLogits(nn.Module):
+    """A transformers model called with its token ids only, returning the logits (as
+    scripts/zoo_export.py exports them)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids, return_dict=False)[0]
+
+
+def hugging_face(model_class: str, config_class: str, **sizes) -> nn.Module:
+    import transformers
+    config = getattr(transformers, config_class)(attn_implementation="sdpa", use_cache=False, **sizes)
+    return TokenLogits(getattr(transformers, model_class)(config)).train()
+
+
+def tokens(batch: int, length: int, vocabulary: int) -> specs.TrainingSpecs:
+    spec = f"int64[{batch},{length}]:0..{vocabulary}"
+    return specs.TrainingSpecs(inputs=[spec], target=spec, loss="cross_entropy")
+
+
+def images(batch: int, side: int, classes: int = 1000) -> specs.TrainingSpecs:
+    return specs.TrainingSpecs(inputs=[f"float32[{batch},3,{side},{side}]"], target=f"int64[{batch}]:0..{classes}",
+                               loss="cross_entropy")
+
+
+def torchvision_model(name: str, **kwargs) -> nn.Module:
+    import torchvision
+    return torchvision.models.get_model(name, weights=None, **kwargs).train()
+
+
+def vision_transformer(layers: int, heads: int, width: int) -> nn.Module:
+    from torchvision.models.vision_transformer import VisionTransformer
+    return VisionTransformer(image_size=224, patch_size=16, num_layers=layers, num_heads=heads, hidden_dim=width,
+                             mlp_dim=4 * width).train()
+
+
+def resnet_blocks(model: nn.Module) -> nn.Module:
+    """ResNet's bottlenecks, the four stages' children, as one list (a view: the stages keep them)."""
+    return ListOfContainers([model.layer1, model.layer2, model.layer3, model.layer4])
+
+
+class ListOfContainers:
+    """Several block containers walked as one, for wrap_blocks."""
+
+    def __init__(self, containers):
+        self.containers = containers
+
+
+# Sizes: one eager step of about a second on the 2-core CPU of docs/benchmarks.md, with a peak
+# that is mostly activations (batch and length or resolution raised until they outweigh weights
+# and gradients). Dropout off everywhere: with it no two engines draw the same masks.
+GPT_BENCH = gpt.GptConfig(layers=4, width=256, heads=4, seq_len=256, vocab=512, dropout=0.0)
+BENCH_MODELS: Dict[str, BenchModel] = {
+    "gpt2_hf": BenchModel(
+        lambda: hugging_face("GPT2LMHeadModel", "GPT2Config", vocab_size=1000, n_embd=256, n_layer=4, n_head=4,
+                             n_positions=256, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                             bos_token_id=999, eos_token_id=999),
+        tokens(8, 256, 1000), lambda m: m.model.transformer.h),
+    "bert_hf": BenchModel(
+        lambda: hugging_face("BertForMaskedLM", "BertConfig", vocab_size=1000, hidden_size=256, num_hidden_layers=4,
+                             num_attention_heads=4, intermediate_size=1024, max_position_embeddings=256,
+                             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+        tokens(8, 256, 1000), lambda m: m.model.bert.encoder.layer),
+    "gpt": BenchModel(functools.partial(gpt.build, GPT_BENCH), gpt.training_specs(GPT_BENCH, batch=16),
+                      lambda m: m.blocks),
+    "resnet50": BenchModel(lambda: torchvision_model("resnet50"), images(8, 128), resnet_blocks),
+    # ViT-B/16's layout (16-pixel patches of 224x224 images, pre-norm encoder blocks) at a quarter
+    # of its width and a third of its depth: vit_b_16 itself carries 660 MiB of weights and
+    # gradients, and a batch whose activations outweigh them takes over 10 s a step on this CPU.
+    "vit_p16_small": BenchModel(lambda: vision_transformer(layers=4, heads=4, width=192), images(8, 224),
+                                lambda m: m.encoder.layers),
+}
+
+
+def bench_model(name: str) -> BenchModel:
+    if name in BENCH_MODELS:
+        return BENCH_MODELS[name]
+    reference = reference_models.CATALOGUE[name]
+
+    def blocks(model: nn.Module) -> nn.Module:
+        if isinstance(getattr(model, "blocks", None), (nn.Sequential, nn.ModuleList)):
+            return model.blocks
+        if isinstance(model, nn.Sequential):
+            return model
+        raise ValueError(f"{name} has no `blocks` container and is no nn.Sequential; say where its blocks are")
+
+    return BenchModel(reference.build, reference.training, blocks)
+
+
+def without_dropout(model: nn.Module) -> nn.Module:
+    """Dropout modules set to p=0 (the catalogue's models have them): with dropout, torch.compile's
+    generated kernels draw other masks than eager's, and no gradient could be compared."""
+    for module in model.modules():
+        if isinstance(module, nn.modules.dropout._DropoutNd):
+            module.p = 0.0
+    return model
+
+
+def build_seeded(bench: BenchModel) -> nn.Module:
+    torch.manual_seed(0)
+    return without_dropout(bench.build().train())
+
+
+# --- per-block and selective checkpointing ----------------------------------------------------
+
+def saved_ops() -> List:
+    """The matmul-like ops whose outputs selective checkpointing keeps, as torchtitan's policy does
+    (torchtitan/models/llama3/infra/parallelize.py: mm, the SDPA kernels, _scaled_mm), plus what
+    other models multiply with: addmm, bmm, baddbmm, convolution and CPU's flash-attention kernel.
+    An op this torch lacks is left out."""
+    names = ["mm", "addmm", "bmm", "baddbmm", "convolution", "_scaled_mm",
+             "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
+             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention"]
+    return [getattr(torch.ops.aten, name).default for name in names if hasattr(torch.ops.aten, name)]
+
+
+def selective_context():
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    save = set(saved_ops())
+
+    def policy(ctx, op, *args, **kwargs):
+        return CheckpointPolicy.MUST_SAVE if op in save else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
+
+
+class Checkpointed(nn.Module):
+    """One block under non-reentrant torch.utils.checkpoint; with a context_fn, under selective
+    checkpointing. Its parameters keep their names under `.inner`, which gradient comparison strips."""
+
+    def __init__(self, inner: nn.Module, context_fn: Optional[Callable] = None):
+        super().__init__()
+        self.inner = inner
+        self.context_fn = context_fn
+
+    def forward(self, *args, **kwargs):
+        extra = {"context_fn": self.context_fn} if self.context_fn else {}
+        return torch.utils.checkpoint.checkpoint(self.inner, *args, use_reentrant=False, **extra, **kwargs)
+
+
+def wrap_blocks(bench: BenchModel, context_fn: Optional[Callable] = None) -> nn.Module:
+    model = build_seeded(bench)
+    found = bench.blocks(model)
+    containers = found.containers if isinstance(found, ListOfContainers) else [found]
+    for container in containers:
+        for name, child in list(container.named_children()):
+            setattr(container, name, Checkpointed(child, context_fn))
+    return model
+
+
+# --- one row ----------------------------------------------------------------------------------
 
 @dataclass
 class Row:
     engine: str
     setting: str
+    baseline: bool = False
     peak_bytes: Optional[int] = None
-    time_ms: Optional[float] = None
-    baseline: Optional["Row"] = None  # None: this row is its engine's baseline
+    times_ms: List[float] = field(default_factory=list)
+    gradients: str = ""       # "equal", a max abs difference, or "" when not compared
+    gradients_ok: bool = True
+    error: str = ""           # the first line of what failed; empty when the row ran
     note: str = ""
+    acprof_peak_bytes: Optional[int] = None  # acprof's own measurement of the same model
+    peak_ratio: Optional[float] = None
+    time_ratio: Optional[float] = None
+
+    @property
+    def time_ms(self) -> Optional[float]:
+        # The fastest round, not the median: on a CPU shared with other jobs one step of the same
+        # row took from 0.25 s to 2.8 s within a minute (docs/benchmarks.md), and a median of a few
+        # rounds drew on that noise; the fastest is the step the fewest other jobs slowed.
+        return min(self.times_ms) if self.times_ms else None
+
+    @property
+    def median_time_ms(self) -> Optional[float]:
+        return statistics.median(self.times_ms) if self.times_ms else None
+
+    @property
+    def measured(self) -> bool:
+        return self.peak_bytes is not None and not self.error
 
 
-def mib(n: int) -> str:
-    return f"{n / 2**20:.2f} MiB"
-
-
-def ratio(value: Optional[float], base: Optional[float]) -> str:
-    return "–" if value is None or not base else f"{value / base:.2f}"
-
-
-def markdown(rows: List[Row]) -> str:
-    lines = [TABLE_HEADER, "|---|---|---:|---:|---:|---:|---|"]
-    for row in rows:
-        base = row.baseline or row
-        lines.append("| {} | {} | {} | {} | {} | {} | {} |".format(
-            row.engine, row.setting,
-            "–" if row.peak_bytes is None else mib(row.peak_bytes),
-            ratio(row.peak_bytes, base.peak_bytes),
-            "–" if row.time_ms is None else f"{row.time_ms:.1f} ms",
-            ratio(row.time_ms, base.time_ms),
-            row.note))
-    return "\n".join(lines)
-
-
-# --- acprof ---------------------------------------------------------------------------------
-
-def run_acprof(acprof: str, args: List[str], cwd: str, allowed=(0,)) -> subprocess.CompletedProcess:
-    result = subprocess.run([acprof] + args, cwd=cwd, capture_output=True, text=True)
-    if result.returncode not in allowed:
-        sys.exit(f"bench_head_to_head: acprof {' '.join(args)} failed ({result.returncode}): "
-                 f"{result.stderr.strip() or result.stdout.strip()}")
-    return result
-
-
-def profile_row(path: str) -> tuple:
-    with open(path) as handle:
-        summary = json.load(handle)["summary"]
-    return summary["peak_bytes"], sum(summary["phase_time_us"].values()) / 1000.0
-
-
-def acprof_rows(acprof: str, work: str, model_path: str, device: str) -> List[Row]:
-    run_acprof(acprof, ["profile", model_path, "--device", device, "-o", "profile.json"], work)
-    peak, time_ms = profile_row(os.path.join(work, "profile.json"))
-    baseline = Row("TorchScript", "baseline (acprof profile)", peak, time_ms)
-    rows = [baseline]
-
-    # The floor: the planner's refusal of a 1-byte budget names the smallest peak it reaches.
-    refusal = run_acprof(acprof, ["plan", "profile.json", "--budget", "1", "-o", "plan-floor.json"], work,
-                         allowed=(3,))
-    floor = re.search(r"--budget (\d+)\)", refusal.stderr)
-    if not floor:
-        sys.exit(f"bench_head_to_head: no floor in acprof plan's refusal: {refusal.stderr.strip()}")
-    floor_bytes = int(floor.group(1))
-
-    for budget in ACPROF_BUDGETS + [str(floor_bytes)]:
-        tag = budget.rstrip("%") if budget.endswith("%") else "floor"
-        setting = f"acprof {budget}" if tag != "floor" else f"acprof at its floor ({mib(floor_bytes)})"
-        plan = run_acprof(acprof, ["plan", "profile.json", "--budget", budget, "-o", f"plan-{tag}.json"], work,
-                          allowed=(0, 3))
-        if plan.returncode == 3:
-            rows.append(Row("acprof", setting, baseline=baseline,
-                            note=f"below the floor ({100 * floor_bytes / peak:.0f} % of the baseline)"))
-            continue
-        report_dir = os.path.join(work, f"report-{tag}")
-        os.makedirs(report_dir, exist_ok=True)
-        rewrite = run_acprof(acprof, ["rewrite", model_path, f"plan-{tag}.json", "-o", f"model.{tag}.pt",
-                                      "--report-dir", report_dir, "--time-rounds", "0"], work)
-        verified = next((line for line in rewrite.stdout.splitlines() if line.startswith("verified")), "")
-        peak_after, time_after = profile_row(os.path.join(report_dir, "profile.after.json"))
-        rows.append(Row("acprof", setting, peak_after, time_after, baseline,
-                        note="verified bit for bit" if "bit for bit" in verified else verified))
-    return rows
-
-
-# --- eager and torch.compile -----------------------------------------------------------------
-
-class CheckpointEach(nn.Module):
-    """Runs each child of `blocks` under torch.utils.checkpoint, as one places it by hand."""
-
-    def __init__(self, blocks: nn.Module):
-        super().__init__()
-        self.blocks = blocks
-
-    def forward(self, x):
-        for block in self.blocks:
-            x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
-        return x
-
-
-def checkpoint_every_block(model: nn.Module) -> nn.Module:
-    if isinstance(getattr(model, "blocks", None), (nn.Sequential, nn.ModuleList)):
-        model.blocks = CheckpointEach(model.blocks)
-        return model
-    if isinstance(model, nn.Sequential):
-        return CheckpointEach(model)
-    sys.exit("bench_head_to_head: the model has no `blocks` container and is no nn.Sequential; "
-             "say where its blocks are in checkpoint_every_block")
+def first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0] if lines else 'no message'}"[:300]
 
 
 def storage_key_and_bytes(t: torch.Tensor) -> tuple:
-    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    storage = t.untyped_storage()
     return storage.data_ptr(), storage.nbytes()
 
 
@@ -186,121 +288,399 @@ def resident_bytes(tensors: List[torch.Tensor]) -> int:
     return sum(storages.values())
 
 
-class StepRunner:
-    def __init__(self, model: nn.Module, stored: training_step.StoredSpecs, device: str):
-        self.model, self.stored, self.device = model.to(device).train(), stored, device
-        self.inputs, self.target = training_step.make_step_tensors(stored, 0, device)
+def parameter_name(name: str) -> str:
+    """A parameter's name in the plain model: without torch.compile's and Checkpointed's wrappers."""
+    return name.replace("_orig_mod.", "").replace(".inner.", ".")
+
+
+class Runner:
+    """One row's engine: a model, the step's tensors, and how to step it."""
+
+    def __init__(self, row: Row, model: nn.Module, stored: training_step.StoredSpecs,
+                 context: Callable = contextlib.nullcontext):
+        self.row, self.model, self.stored, self.context = row, model, stored, context
+        self.inputs, self.target = training_step.make_step_tensors(stored, 0, "cpu")
 
     def step(self) -> None:
         for parameter in self.model.parameters():
             parameter.grad = None
         torch.manual_seed(0)
-        with training_step.autocast_context(self.stored.autocast, self.device):
+        with self.context(), training_step.autocast_context(self.stored.autocast, "cpu"):
             loss = training_step.compute_loss(self.model(*self.inputs), self.stored.loss, self.target)
-        loss.backward()
+            loss.backward()
 
-    def synchronize(self) -> None:
-        if self.device == "cuda":
-            torch.cuda.synchronize()
-
-    def peak_bytes(self) -> int:
-        if self.device == "cuda":
-            self.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            self.step()
-            self.synchronize()
-            return torch.cuda.max_memory_allocated()
+    def release_gradients(self) -> None:
         for parameter in self.model.parameters():
             parameter.grad = None
+
+    def timed_step(self) -> None:
+        start = time.perf_counter()
+        self.step()
+        self.row.times_ms.append((time.perf_counter() - start) * 1000.0)
+        self.release_gradients()
+
+    def measured_step(self) -> Dict[str, torch.Tensor]:
+        """The peak of one step, counted as the module docstring says; returns its gradients."""
+        self.release_gradients()
         at_start = resident_bytes(list(self.model.parameters()) + list(self.model.buffers()) + self.inputs +
                                   [self.target])
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                     profile_memory=True) as recorded:
             self.step()
         events = [e for e in recorded.profiler.kineto_results.events() if e.name() == "[memory]"]
-        # Stable: events of one timestamp stay in the order the profiler recorded them.
-        events.sort(key=lambda e: e.start_ns())  # 2.x names it in ns (1.13: start_us)
+        events.sort(key=lambda e: e.start_ns())  # stable: one timestamp's events keep their order
         live = highest = 0
         for event in events:
             live += event.nbytes()
             highest = max(highest, live)
-        return at_start + highest
-
-    def median_time_ms(self, iters: int, warmup: int) -> float:
-        for _ in range(warmup):
-            self.step()
-        times = []
-        for _ in range(iters):
-            self.synchronize()
-            start = time.perf_counter()
-            self.step()
-            self.synchronize()
-            times.append((time.perf_counter() - start) * 1000.0)
-        return statistics.median(times)
+        self.row.peak_bytes = at_start + highest
+        gradients = {parameter_name(name): p.grad.detach().clone() for name, p in self.model.named_parameters()
+                     if p.grad is not None}
+        self.release_gradients()
+        return gradients
 
 
-def measure(engine: str, setting: str, make_model: Callable[[], nn.Module], stored, device: str, iters: int,
-            warmup: int = 1, baseline: Optional[Row] = None) -> Row:
-    runner = StepRunner(make_model(), stored, device)
-    time_ms = runner.median_time_ms(iters, warmup)
-    return Row(engine, setting, runner.peak_bytes(), time_ms, baseline)
+def compare_gradients(row: Row, gradients: Dict[str, torch.Tensor], eager: Dict[str, torch.Tensor],
+                      tolerance: float) -> None:
+    if set(gradients) != set(eager):
+        missing = sorted(set(eager) ^ set(gradients))
+        row.gradients, row.gradients_ok = f"different parameters ({', '.join(missing[:3])})", False
+        return
+    if all(torch.equal(gradients[name], eager[name]) for name in eager):
+        row.gradients = "equal"
+        return
+    largest = max(g.abs().max().item() for g in eager.values())
+    difference = max((gradients[name] - eager[name]).abs().max().item() for name in eager)
+    row.gradients = f"max abs diff {difference:.1e}"
+    row.gradients_ok = difference <= tolerance * largest
 
 
-def compile_rows(build: Callable[[], nn.Module], stored, device: str, iters: int) -> List[Row]:
-    if not hasattr(torch, "compile"):
-        return [Row("torch.compile", "activation_memory_budget " + ", ".join(map(str, COMPILE_BUDGETS)),
-                    note=f"unavailable in torch {torch.__version__} (no torch.compile)")]
-    dynamo = importlib.import_module("torch._dynamo")  # torch 2.x only
-    functorch_config = importlib.import_module("torch._functorch.config")
-    if not hasattr(functorch_config, "activation_memory_budget"):
-        return [Row("torch.compile", "activation_memory_budget",
-                    note=f"unavailable in torch {torch.__version__} (no activation_memory_budget)")]
-    rows: List[Row] = []
-    for budget in [1.0] + COMPILE_BUDGETS:
-        dynamo.reset()
-        functorch_config.activation_memory_budget = budget
-        row = measure("torch.compile", f"activation_memory_budget {budget}", lambda: torch.compile(build()), stored,
-                      device, iters, warmup=2, baseline=rows[0] if rows else None)
-        if budget == 1.0:
-            row.setting += " (baseline)"
-        rows.append(row)
-    functorch_config.activation_memory_budget = 1.0
+# --- acprof -----------------------------------------------------------------------------------
+
+def run_acprof(acprof: str, args: List[str], cwd: str, allowed=(0,)) -> subprocess.CompletedProcess:
+    result = subprocess.run([acprof] + args, cwd=cwd, capture_output=True, text=True)
+    if result.returncode not in allowed:
+        raise RuntimeError(f"acprof {' '.join(args)} exited {result.returncode}: "
+                           f"{(result.stderr.strip() or result.stdout.strip()).splitlines()[-1:]}")
+    return result
+
+
+def acprof_peak(path: str) -> int:
+    with open(path) as handle:
+        return json.load(handle)["summary"]["peak_bytes"]
+
+
+def acprof_models(acprof: str, work: str, model_path: str) -> List[tuple]:
+    """(row, model file) for the TorchScript baseline and each acprof budget; a row without a file
+    is finished (below the floor, or failed)."""
+    run_acprof(acprof, ["profile", model_path, "-o", "profile.json", "--iters", "3"], work)
+    profiled = acprof_peak(os.path.join(work, "profile.json"))
+    rows = [(Row("TorchScript", "baseline", baseline=True, acprof_peak_bytes=profiled), model_path)]
+    run_acprof(acprof, ["plan", "profile.json", "--budget", "1", "-o", "plan-floor.json",
+                        "--outcome", "outcome-floor.json"], work, allowed=(3,))
+    with open(os.path.join(work, "outcome-floor.json")) as handle:
+        floor_bytes = json.load(handle)["floor"]["peak_bytes"]
+    for budget in ACPROF_BUDGETS + [str(floor_bytes)]:
+        tag = budget.rstrip("%") if budget.endswith("%") else "floor"
+        row = Row("acprof", f"acprof {budget}" if tag != "floor" else f"acprof floor ({floor_bytes / 2**20:.1f} MiB)")
+        try:
+            plan = run_acprof(acprof, ["plan", "profile.json", "--budget", budget, "-o", f"plan-{tag}.json"], work,
+                              allowed=(0, 3))
+            if plan.returncode == 3:
+                row.note = f"below the floor ({100 * floor_bytes / profiled:.0f} % of acprof's profiled peak)"
+                rows.append((row, None))
+                continue
+            report_dir = os.path.join(work, f"report-{tag}")
+            os.makedirs(report_dir, exist_ok=True)
+            rewritten = os.path.join(work, f"model.{tag}.pt")
+            rewrite = run_acprof(acprof, ["rewrite", model_path, f"plan-{tag}.json", "-o", rewritten,
+                                          "--report-dir", report_dir, "--time-rounds", "0"], work)
+            verified = next((line for line in rewrite.stdout.splitlines() if line.startswith("verified")), "")
+            row.note = "verified bit for bit" if "bit for bit" in verified else verified
+            row.acprof_peak_bytes = acprof_peak(os.path.join(report_dir, "profile.after.json"))
+            rows.append((row, rewritten))
+        except Exception as error:
+            row.error = first_line(error)
+            rows.append((row, None))
     return rows
 
 
-def main() -> None:
+# --- torch.compile ----------------------------------------------------------------------------
+
+def inductor_with_budget(budget: Optional[float]):
+    """The inductor backend with activation_memory_budget set while it partitions the joint graph
+    (at the first step). One backend object per row: dynamo guards each compiled frame on its
+    backend, so the rows' models, all of one class, do not share a compiled graph."""
+    from torch._functorch import config as functorch_config
+    from torch._inductor.compile_fx import compile_fx
+
+    def backend(graph_module, example_inputs):
+        log(f"inductor compiles a graph of {len(graph_module.graph.nodes)} nodes, activation_memory_budget "
+            f"{'default' if budget is None else budget}")
+        if budget is None:
+            return compile_fx(graph_module, example_inputs)
+        with functorch_config.patch(activation_memory_budget=budget):
+            return compile_fx(graph_module, example_inputs)
+
+    return backend
+
+
+def raise_recompile_limit() -> None:
+    import torch._dynamo
+    for name in ("recompile_limit", "cache_size_limit"):  # renamed in 2.6; older name kept as an alias
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 64)
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+def make_runners(args, bench: BenchModel, stored, work: str, model_path: str) -> List[Runner]:
+    runners: List[Runner] = []
+    rows: List[Row] = []  # every row, in the order the tables list them
+
+    def add(row: Row, make: Callable[[], nn.Module], context=contextlib.nullcontext) -> None:
+        rows.append(row)
+        try:
+            runners.append(Runner(row, make(), stored, context))
+        except Exception as error:
+            row.error = first_line(error)
+
+    add(Row("eager", "baseline", baseline=True), lambda: build_seeded(bench))
+    add(Row("eager", "checkpoint every block"), lambda: wrap_blocks(bench))
+    add(Row("eager", "selective checkpoint every block (save matmuls)"),
+        lambda: wrap_blocks(bench, selective_context))
+    raise_recompile_limit()
+    for budget in [None] + COMPILE_BUDGETS:
+        row = Row("torch.compile", "inductor, no budget" if budget is None else f"activation_memory_budget {budget}",
+                  baseline=budget is None)
+        add(row, lambda: torch.compile(build_seeded(bench), backend=inductor_with_budget(budget)))
+    for row, path in acprof_models(args.acprof, work, model_path):
+        if path is None:
+            rows.append(row)
+        else:
+            # acprof runs the TorchScript model with the executor's optimization off, and so does
+            # a user of its output.
+            add(row, lambda: torch.jit.load(path).train(), lambda: torch.jit.optimized_execution(False))
+    return runners, rows
+
+
+def run_rows(runners: List[Runner], rounds: int, tolerance: float) -> None:
+    def guarded(runner: Runner, what: Callable[[], object]):
+        if runner.row.error:
+            return None
+        try:
+            return what()
+        except Exception as error:
+            runner.row.error = first_line(error)
+            return None
+
+    for runner in runners:  # warm-up: torch.compile compiles here, TorchScript profiles
+        guarded(runner, runner.timed_step)
+        guarded(runner, runner.timed_step)
+        runner.row.times_ms.clear()
+        log(f"warmed up {runner.row.engine} {runner.row.setting}")
+    for round_index in range(rounds):
+        for runner in runners:
+            guarded(runner, runner.timed_step)
+        log(f"round {round_index + 1} of {rounds}")
+    eager = None
+    for runner in runners:
+        gradients = guarded(runner, runner.measured_step)
+        if gradients is None:
+            continue
+        if eager is None:
+            eager = gradients  # the first runner is eager's baseline
+        compare_gradients(runner.row, gradients, eager, tolerance)
+
+
+def fill_ratios(rows: List[Row]) -> None:
+    baseline = None
+    for row in rows:
+        if row.baseline:
+            baseline = row if row.measured else None
+        if row.measured and baseline is not None:
+            row.peak_ratio = row.peak_bytes / baseline.peak_bytes
+            row.time_ratio = row.time_ms / baseline.time_ms
+
+
+def log(message: str) -> None:
+    print(f"bench_head_to_head: {message}", file=sys.stderr, flush=True)
+
+
+# --- verdicts ---------------------------------------------------------------------------------
+
+def acprof_time_at(rows: List[Row], peak_ratio: float) -> Optional[float]:
+    """The lowest time ratio among acprof's measured points (its TorchScript baseline included) whose
+    peak ratio is at or below `peak_ratio`: acprof's frontier there. None below its floor."""
+    times = [row.time_ratio for row in rows if row.engine in ("acprof", "TorchScript") and row.peak_ratio is not None
+             and row.peak_ratio <= peak_ratio]
+    return min(times) if times else None
+
+
+def verdicts(rows: List[Row]) -> Dict:
+    peers = [row for row in rows if row.engine in ("eager", "torch.compile") and not row.baseline
+             and row.peak_ratio is not None]
+    acprof = [row for row in rows if row.engine == "acprof" and row.peak_ratio is not None]
+    result = {"floor_ratio": min((r.peak_ratio for r in acprof), default=None), "peers": []}
+    lowest = min(peers, key=lambda r: r.peak_ratio, default=None)
+    result["lowest_peer"] = None if lowest is None else {"row": f"{lowest.engine} {lowest.setting}",
+                                                         "peak_ratio": lowest.peak_ratio}
+    result["floor_at_or_below_every_peer"] = (result["floor_ratio"] is not None and lowest is not None and
+                                              result["floor_ratio"] <= lowest.peak_ratio)
+    for peer in peers:
+        ours = acprof_time_at(rows, peer.peak_ratio)
+        result["peers"].append({"row": f"{peer.engine} {peer.setting}", "peak_ratio": peer.peak_ratio,
+                                "time_ratio": peer.time_ratio, "acprof_time_ratio": ours,
+                                "acprof_at_or_below": ours is not None and ours <= peer.time_ratio})
+    return result
+
+
+# --- output -----------------------------------------------------------------------------------
+
+def cell_ratio(value: Optional[float]) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def markdown(rows: List[Row]) -> str:
+    lines = [TABLE_HEADER, "|---|---|---:|---:|---:|---:|---|---|"]
+    for row in rows:
+        note = f"**error**: {row.error}" if row.error else row.note
+        if row.acprof_peak_bytes and row.peak_bytes:
+            note += f"{'; ' if note else ''}acprof's own peak {row.acprof_peak_bytes / 2**20:.1f} MiB"
+        lines.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            row.engine, row.setting, "–" if row.peak_bytes is None or row.error else f"{row.peak_bytes / 2**20:.1f} MiB",
+            cell_ratio(row.peak_ratio), "–" if row.time_ms is None or row.error else f"{row.time_ms:.0f} ms",
+            cell_ratio(row.time_ratio), row.gradients if row.gradients_ok else f"**{row.gradients}**", note))
+    return "\n".join(lines)
+
+
+def markdown_verdicts(result: Dict) -> str:
+    lines = []
+    if result["lowest_peer"] is None or result["floor_ratio"] is None:
+        return "No verdict: acprof or the peers measured nothing."
+    lowest = result["lowest_peer"]
+    lines.append(f"- acprof's floor {result['floor_ratio']:.2f} vs the peers' lowest peak {lowest['peak_ratio']:.2f} "
+                 f"({lowest['row']}): {'at or below' if result['floor_at_or_below_every_peer'] else 'ABOVE'}.")
+    for peer in result["peers"]:
+        ours = peer["acprof_time_ratio"]
+        if ours is None:
+            lines.append(f"- at {peer['row']}'s peak {peer['peak_ratio']:.2f}: acprof has no point that low "
+                         f"(the peer's time {peer['time_ratio']:.2f}).")
+        else:
+            lines.append(f"- at {peer['row']}'s peak {peer['peak_ratio']:.2f}: acprof's time {ours:.2f} vs the "
+                         f"peer's {peer['time_ratio']:.2f}: {'at or below' if peer['acprof_at_or_below'] else 'ABOVE'}.")
+    return "\n".join(lines)
+
+
+ENGINE_COLOURS = {"eager": "#1f77b4", "torch.compile": "#d62728", "TorchScript": "#2ca02c", "acprof": "#2ca02c"}
+
+
+def frontier_svg(title: str, rows: List[Row]) -> str:
+    """Peak ratio (y) against time ratio (x), every measured row a point, acprof's sweep (from
+    its TorchScript baseline down to its floor) a line. Plain SVG: no plotting library needed."""
+    points = [row for row in rows if row.peak_ratio is not None]
+    width, height, left, right, top, bottom = 760, 480, 60, 300, 40, 50
+    x_max = max([1.2] + [row.time_ratio for row in points]) * 1.05
+    y_max = max([1.05] + [row.peak_ratio for row in points]) * 1.05
+    x_min = min([1.0] + [row.time_ratio for row in points]) * 0.95
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x(value):
+        return left + (value - x_min) / (x_max - x_min) * plot_w
+
+    def y(value):
+        return top + plot_h - value / y_max * plot_h
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+           f'font-size="11">', f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="14">{title}</text>']
+    for i in range(6):  # grid
+        gx, gy = x_min + (x_max - x_min) * i / 5, y_max * i / 5
+        out.append(f'<line x1="{x(gx):.1f}" y1="{top}" x2="{x(gx):.1f}" y2="{top + plot_h}" stroke="#eee"/>')
+        out.append(f'<text x="{x(gx):.1f}" y="{top + plot_h + 15}" text-anchor="middle">{gx:.2f}</text>')
+        out.append(f'<line x1="{left}" y1="{y(gy):.1f}" x2="{left + plot_w}" y2="{y(gy):.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{left - 5}" y="{y(gy) + 4:.1f}" text-anchor="end">{gy:.2f}</text>')
+    out.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#444"/>')
+    out.append(f'<text x="{left + plot_w / 2}" y="{height - 12}" text-anchor="middle">step time / engine baseline'
+               f'</text>')
+    out.append(f'<text x="15" y="{top + plot_h / 2}" text-anchor="middle" transform="rotate(-90 15 '
+               f'{top + plot_h / 2})">peak / engine baseline</text>')
+    sweep = sorted((row for row in points if row.engine in ("acprof", "TorchScript")), key=lambda r: -r.peak_ratio)
+    if len(sweep) > 1:
+        path = " ".join(f"{x(r.time_ratio):.1f},{y(r.peak_ratio):.1f}" for r in sweep)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{ENGINE_COLOURS["acprof"]}" stroke-width="2"/>')
+    for index, row in enumerate(points):
+        colour = ENGINE_COLOURS.get(row.engine, "#000")
+        px, py = x(row.time_ratio), y(row.peak_ratio)
+        marker = (f'<circle cx="{px:.1f}" cy="{py:.1f}" r="4" fill="{colour}"/>' if row.engine != "torch.compile" else
+                  f'<rect x="{px - 4:.1f}" y="{py - 4:.1f}" width="8" height="8" fill="{colour}"/>')
+        out.append(marker)
+        out.append(f'<text x="{px + 6:.1f}" y="{py - 4:.1f}" font-size="10">{index + 1}</text>')
+        legend_y = top + 12 + index * 15
+        out.append(f'<text x="{left + plot_w + 12}" y="{legend_y}" fill="{colour}">{index + 1}. {row.engine} '
+                   f'{row.setting} ({row.peak_ratio:.2f}, {row.time_ratio:.2f})</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--acprof", required=True, help="the acprof binary")
-    parser.add_argument("--model", required=True, choices=sorted(reference_models.CATALOGUE))
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--iters", type=int, default=5, help="timed steps per eager or compiled engine")
+    parser.add_argument("--acprof", required=True, help="the acprof binary (an installed one)")
+    parser.add_argument("--model", required=True, choices=sorted(set(BENCH_MODELS) | set(reference_models.CATALOGUE)))
+    parser.add_argument("--ops", help="libacprof_ops.so, which rewritten models need (default: ../lib/ beside "
+                        "--acprof, as `cmake --install` lays them out)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved timed rounds (one step per row each)")
     parser.add_argument("--work", default="build/bench-head-to-head", help="directory for models, profiles, plans")
+    parser.add_argument("--svg", help="where to draw the frontier (default: WORK/MODEL/frontier.svg)")
+    parser.add_argument("--grad-tolerance", type=float, default=1e-4,
+                        help="largest gradient difference from eager's, relative to eager's largest gradient")
+    parser.add_argument("--allow-error", action="append", default=[],
+                        help="a row setting (e.g. 'activation_memory_budget 0.0') whose error is a known failure")
     args = parser.parse_args()
 
     work = os.path.abspath(os.path.join(args.work, args.model))
     os.makedirs(work, exist_ok=True)
-    reference = reference_models.CATALOGUE[args.model]
+    args.acprof = os.path.abspath(args.acprof)
+    torch.ops.load_library(args.ops or os.path.join(os.path.dirname(args.acprof), "..", "lib", "libacprof_ops.so"))
+    bench = bench_model(args.model)
     model_path = os.path.join(work, "model.pt")
-    reference.export(model_path, "traced")
+    t = bench.training
+    export.export(build_seeded(bench), specs.make_tensors(t.inputs), model_path, "traced", t.inputs, t.target,
+                  t.loss, t.autocast)
     _, stored = training_step.load_with_specs(model_path)
 
-    def build() -> nn.Module:
-        torch.manual_seed(0)  # the exported model's weights
-        return reference.build()
+    started = time.time()
+    runners, rows = make_runners(args, bench, stored, work, model_path)
+    run_rows(runners, args.rounds, args.grad_tolerance)
+    fill_ratios(rows)
+    result = verdicts(rows)
 
-    # acprof trains the TorchScript model in executor mode off, and so does a user of its output;
-    # eager PyTorch has no executor.
-    rows = acprof_rows(os.path.abspath(args.acprof), work, model_path, args.device)
-    eager = measure("eager PyTorch", "baseline", build, stored, args.device, args.iters)
-    rows += [eager, measure("eager PyTorch", "torch.utils.checkpoint on every block",
-                            lambda: checkpoint_every_block(build()), stored, args.device, args.iters,
-                            baseline=eager)]
-    rows += compile_rows(build, stored, args.device, args.iters)
+    title = f"{args.model}: peak and step time against each engine's baseline"
+    svg_path = args.svg or os.path.join(work, "frontier.svg")
+    with open(svg_path, "w") as handle:
+        handle.write(frontier_svg(title, rows))
+    machine = {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
+               "torch": torch.__version__, "date": time.strftime("%Y-%m-%d", time.gmtime()),
+               "seconds": round(time.time() - started)}
+    with open(os.path.join(work, "results.json"), "w") as handle:
+        json.dump({"model": args.model, "inputs": stored.inputs, "machine": machine,
+                   "rows": [dict(vars(row), time_ms=row.time_ms, median_time_ms=row.median_time_ms) for row in rows], "verdicts": result}, handle,
+                  indent=1)
 
-    device_name = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
-    print(f"model {args.model} ({', '.join(stored.inputs)}), {device_name}, torch {torch.__version__}\n")
+    print(f"model {args.model} ({', '.join(stored.inputs)}), CPU, {torch.get_num_threads()} threads, "
+          f"torch {torch.__version__}, {args.rounds} interleaved rounds (time: the fastest), "
+          f"{machine['seconds']} s\n")
     print(markdown(rows))
+    print()
+    print(markdown_verdicts(result))
+    print(f"\nfrontier: {svg_path}; rows as JSON: {os.path.join(work, 'results.json')}")
+    failures = [f"{row.engine} {row.setting}: {row.error}" for row in rows
+                if row.error and row.setting not in args.allow_error]
+    failures += [f"{row.engine} {row.setting}: gradients {row.gradients}" for row in rows if not row.gradients_ok]
+    for failure in failures:
+        log(f"FAILED {failure}")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

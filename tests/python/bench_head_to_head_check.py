@@ -1,75 +1,93 @@
 #!/usr/bin/env python3
-"""Runs scripts/bench_head_to_head.py on a small model and checks its table: the header, one row
-per engine and setting in order, ratios of 1.00 on each baseline, and every acprof row that met its
-budget measuring a peak below the TorchScript baseline's (the rows below the floor say so instead).
-Exits 1 with the table and what is wrong."""
+"""Runs scripts/bench_head_to_head.py end to end on a small model and checks what it wrote
+(results.json and the frontier SVG), not the table meant for people: every engine's rows in
+order, none with an error (but those --allow-error names, passed on to the benchmark), every
+gradient equal to eager's or within the benchmark's tolerance, each baseline at ratio 1, and every
+acprof row that met its budget below the TorchScript baseline's peak and verified bit for bit.
+Exits 1 with the benchmark's output and what is wrong."""
 
 import argparse
+import json
 import os
-import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ElementTree
 
-HEADER = "| engine | setting | peak | peak / baseline | step time | time / baseline | note |"
+EXPECTED = [("eager", "baseline"), ("eager", "checkpoint every block"),
+            ("eager", "selective checkpoint every block (save matmuls)"),
+            ("torch.compile", "inductor, no budget"), ("torch.compile", "activation_memory_budget 0.5"),
+            ("torch.compile", "activation_memory_budget 0.2"), ("torch.compile", "activation_memory_budget 0.0"),
+            ("TorchScript", "baseline"), ("acprof", "acprof 80%"), ("acprof", "acprof 60%"),
+            ("acprof", "acprof 40%"), ("acprof", "acprof 30%"), ("acprof", "acprof floor")]
 
 
-def cells(line: str):
-    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+def row_problems(rows, allowed_errors):
+    problems = []
+    settings = [(row["engine"], row["setting"].split(" (")[0] if row["engine"] == "acprof" else row["setting"])
+                for row in rows]
+    if settings != EXPECTED:
+        problems.append(f"rows {settings}, expected {EXPECTED}")
+    measured_acprof = 0
+    for row in rows:
+        name = f"{row['engine']} {row['setting']}"
+        if row["error"]:
+            if row["setting"] not in allowed_errors:
+                problems.append(f"{name}: error {row['error']}")
+            continue
+        if row["peak_bytes"] is None:
+            if row["engine"] != "acprof" or "below the floor" not in row["note"]:
+                problems.append(f"{name}: no measurement and no reason")
+            continue
+        if not row["gradients_ok"] or not row["gradients"]:
+            problems.append(f"{name}: gradients {row['gradients'] or 'not compared'}")
+        if row["baseline"] and (row["peak_ratio"], row["time_ratio"]) != (1.0, 1.0):
+            problems.append(f"{name}: a baseline's ratios are not 1")
+        if row["engine"] == "acprof":
+            measured_acprof += 1
+            if not row["peak_ratio"] < 1.0:
+                problems.append(f"{name}: peak ratio {row['peak_ratio']:.2f} is not below the TorchScript baseline's")
+            if row["note"] != "verified bit for bit":
+                problems.append(f"{name}: not verified bit for bit ({row['note']})")
+    if measured_acprof < 2:
+        problems.append(f"only {measured_acprof} acprof rows were measured; the floor and 80 % should be")
+    return problems
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--python", required=True)
     parser.add_argument("--acprof", required=True)
+    parser.add_argument("--ops", required=True, help="libacprof_ops.so")
     parser.add_argument("--model", required=True)
     parser.add_argument("--work", required=True)
+    parser.add_argument("--allow-error", action="append", default=[])
     args = parser.parse_args()
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                           "scripts", "bench_head_to_head.py")
-    result = subprocess.run([args.python, script, "--acprof", args.acprof, "--model", args.model, "--work", args.work,
-                             "--iters", "3"], capture_output=True, text=True)
-    print(result.stdout, result.stderr, sep="\n")
+    results_path = os.path.join(args.work, args.model, "results.json")
+    svg_path = os.path.join(args.work, args.model, "frontier.svg")
+    for stale in (results_path, svg_path):
+        if os.path.exists(stale):
+            os.remove(stale)
+    command = [args.python, script, "--acprof", args.acprof, "--ops", args.ops, "--model", args.model,
+               "--work", args.work, "--rounds", "2"]
+    for setting in args.allow_error:
+        command += ["--allow-error", setting]
+    result = subprocess.run(command, capture_output=True, text=True)
+    print(result.stdout, "\n".join(line for line in result.stderr.splitlines() if "bench_head_to_head" in line),
+          sep="\n")
     problems = []
     if result.returncode != 0:
         problems.append(f"the benchmark exited {result.returncode}")
-    lines = result.stdout.splitlines()
-    if HEADER not in lines:
-        problems.append("no table header")
-        rows = []
+    if not os.path.exists(results_path):
+        problems.append(f"no {results_path}")
     else:
-        start = lines.index(HEADER)
-        rows = [cells(line) for line in lines[start + 2:] if line.startswith("|")]
-        if not all(len(row) == 7 for row in rows):
-            problems.append("a row without 7 cells")
-    settings = [(row[0], row[1].split(" (")[0]) for row in rows if len(row) == 7]
-    expected = ([("TorchScript", "baseline"), ("acprof", "acprof 80%"), ("acprof", "acprof 60%"),
-                 ("acprof", "acprof 40%"), ("acprof", "acprof 30%"), ("acprof", "acprof at its floor"),
-                 ("eager PyTorch", "baseline"), ("eager PyTorch", "torch.utils.checkpoint on every block")])
-    if settings[:len(expected)] != expected:
-        problems.append(f"rows {settings[:len(expected)]}, expected {expected}")
-    if not any(engine == "torch.compile" for engine, _ in settings):
-        problems.append("no torch.compile row")
-    measured_acprof = 0
-    for row in rows:
-        if len(row) != 7:
-            continue
-        engine, setting, peak, peak_ratio, _, time_ratio, note = row
-        if "baseline" in setting and (peak_ratio, time_ratio) != ("1.00", "1.00"):
-            problems.append(f"{engine} {setting}: a baseline's ratios are not 1.00")
-        if engine == "acprof":
-            if peak_ratio == "–":
-                if "below the floor" not in note:
-                    problems.append(f"{setting}: no measurement and no reason")
-                continue
-            measured_acprof += 1
-            if not float(peak_ratio) < 1.0:
-                problems.append(f"{setting}: measured peak {peak} is not below the baseline's ({peak_ratio})")
-            if not re.fullmatch(r"[0-9.]+ MiB", peak):
-                problems.append(f"{setting}: peak cell {peak!r}")
-            if note != "verified bit for bit":
-                problems.append(f"{setting}: not verified bit for bit ({note})")
-    if measured_acprof < 2:
-        problems.append(f"only {measured_acprof} acprof rows were measured; the floor and 80 % should be")
+        with open(results_path) as handle:
+            problems += row_problems(json.load(handle)["rows"], set(args.allow_error))
+    try:
+        ElementTree.parse(svg_path)
+    except (OSError, ElementTree.ParseError) as error:
+        problems.append(f"frontier plot {svg_path}: {error}")
     for problem in problems:
         print("bench_head_to_head_check:", problem, file=sys.stderr)
     return 1 if problems else 0
