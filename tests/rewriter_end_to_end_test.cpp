@@ -2,6 +2,7 @@
 // a budget, rewrite; the rewritten model must train bit for bit like the
 // original, fit the budget when measured, and peak where the plan predicted.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -308,6 +309,20 @@ TEST(RewriteTiming, ShortOrNoisyStepsAreTimedInMorePairsThanAsked) {
   ASSERT_TRUE(std::regex_search(rewritten.out, match, time_line)) << rewritten.out;
   const double pair_ms = std::stod(match[1]) + std::stod(match[2]);
   const int pairs = std::stoi(match[3]);
+  // The report's headline extra time is this measurement, not the profiles' times.
+  const std::string html = fileText(directory / "report.html");
+  const std::string open = "<script type=\"application/json\" id=\"acprof-data\">";
+  const size_t begin = html.find(open);
+  ASSERT_NE(begin, std::string::npos);
+  const size_t data = begin + open.size();
+  const nlohmann::json page = nlohmann::json::parse(html.substr(data, html.find("</script>", data) - data));
+  const std::regex extra_of_line(R"(extra ([-+0-9.]+)% \(median of (\d+) alternated pairs)");
+  std::smatch extra;
+  ASSERT_TRUE(std::regex_search(rewritten.out, extra, extra_of_line)) << rewritten.out;
+  EXPECT_NEAR(100 * page.at("measured_time").at("extra_share").get<double>(), std::stod(extra[1]), 0.051);
+  EXPECT_EQ(page.at("measured_time").at("pairs").get<int>(), std::stoi(extra[2]));
+  // And the line agrees with itself: after is before at the measured extra.
+  EXPECT_NEAR(std::stod(match[2]), std::stod(match[1]) * (1 + std::stod(extra[1]) / 100), 0.11) << rewritten.out;
   EXPECT_GE(pairs, 2) << rewritten.out;
   EXPECT_LE(pairs, 50) << rewritten.out;  // rewriter.h's kMostTimedRounds (the test stays torch-free)
   if (pairs == 2) {

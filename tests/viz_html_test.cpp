@@ -219,5 +219,18 @@ TEST(ComparisonHtml, ShowsTheVerificationSentenceItIsGiven) {
   EXPECT_EQ(renderComparisonHtml(profile, profile).find("id=\"verification\""), std::string::npos);
 }
 
+// The headline extra time is the rewrite's paired measurement, carried as
+// data for the page; without one the page has none to show.
+TEST(ComparisonHtml, CarriesTheRewritesMeasuredExtraTime) {
+  const Profile profile = testing::smallTrainingProfile();
+  const MeasuredStepTime measured{59600, 0.175, 0.006, 12};
+  const json with = embeddedData(renderComparisonHtml(profile, profile, nullptr, "", &measured));
+  EXPECT_DOUBLE_EQ(with.at("measured_time").at("extra_share").get<double>(), 0.175);
+  EXPECT_DOUBLE_EQ(with.at("measured_time").at("extra_share_error").get<double>(), 0.006);
+  EXPECT_EQ(with.at("measured_time").at("pairs").get<int>(), 12);
+  EXPECT_DOUBLE_EQ(with.at("measured_time").at("before_us").get<double>(), 59600);
+  EXPECT_TRUE(embeddedData(renderComparisonHtml(profile, profile)).at("measured_time").is_null());
+}
+
 }  // namespace
 }  // namespace acprof

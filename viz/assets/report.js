@@ -93,9 +93,13 @@
     if (data.kind === "comparison" && data.profiles[0].peak && data.profiles[1].peak) {
       const before = data.profiles[0], after = data.profiles[1];
       fact("peak change", formatBytes(before.peak.bytes) + " → " + formatBytes(after.peak.bytes) + " (" +
-                              percentChange(before.peak.bytes, after.peak.bytes) + "), time " +
-                              formatMs(before.time.total_us) + " → " + formatMs(after.time.total_us) + " (" +
-                              percentChange(before.time.total_us, after.time.total_us) + ")");
+                              percentChange(before.peak.bytes, after.peak.bytes) + ")");
+      fact("extra time", extraTimeText(data.measured_time, data.plan));
+      // The profiles time every op between acprof's probes: their totals are
+      // not what a training step costs, and the page says so where it shows them.
+      fact("profile times", formatMs(before.time.total_us) + " → " + formatMs(after.time.total_us) + " (" +
+                                percentChange(before.time.total_us, after.time.total_us) +
+                                "), instrumented profiles with acprof's probes around every op, not training-step times");
     }
     if (data.plan) {
       const plan = data.plan;
@@ -106,6 +110,21 @@
     }
     header.appendChild(facts);
     root.appendChild(header);
+  }
+
+  // The headline extra time: the rewrite's paired measurement of plain
+  // training steps, with its standard error, beside the plan's prediction.
+  function extraTimeText(measured, plan) {
+    const signed = (share) => (share >= 0 ? "+" : "") + (share * 100).toFixed(1) + "%";
+    const predicted = plan && plan.baseline_iteration_time_us > 0
+                          ? "predicted " + signed(plan.extra_time_us / plan.baseline_iteration_time_us)
+                          : "";
+    if (!measured) return (predicted || "no prediction") + "; not measured (acprof rewrite --time-rounds 0)";
+    const error = measured.extra_share_error === null ? " (too few pairs for a standard error)"
+                                                      : " ± " + (measured.extra_share_error * 100).toFixed(1) + "%";
+    return signed(measured.extra_share) + error + " measured, median of " + measured.pairs +
+           " alternated pairs of training steps (" + formatMs(measured.before_us) + " → " +
+           formatMs(measured.before_us * (1 + measured.extra_share)) + ")" + (predicted ? "; " + predicted : "");
   }
 
   function breakdownNode(breakdown) {

@@ -58,11 +58,11 @@ std::string renderTimelineHtml(const Profile& profile, const Plan* plan) {
 }
 
 std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan,
-                                 const std::string& verification) {
+                                 const std::string& verification, const MeasuredStepTime* measured) {
   std::string section;
   if (!verification.empty())
     section = "<p id=\"verification\">" + viz::escapeMarkupText(verification) + "</p>\n";
-  return htmlPage(viz::comparisonPageData(before, after, plan), section + frontierSection(before, plan));
+  return htmlPage(viz::comparisonPageData(before, after, plan, measured), section + frontierSection(before, plan));
 }
 
 }  // namespace acprof

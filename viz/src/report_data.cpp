@@ -291,7 +291,8 @@ json timelinePageData(const Profile& profile, const Plan* plan, int max_samples)
   return page;
 }
 
-json comparisonPageData(const Profile& before, const Profile& after, const Plan* plan, int max_samples) {
+json comparisonPageData(const Profile& before, const Profile& after, const Plan* plan,
+                        const MeasuredStepTime* measured, int max_samples) {
   if (plan) checkPlanMatchesProfile(*plan, before);
   const AxisMap identity = [](double x) { return x; };
   const PhaseAlignedAxis aligned(after, before);
@@ -309,6 +310,12 @@ json comparisonPageData(const Profile& before, const Profile& after, const Plan*
   page["profiles"] = json::array({before_section, after_section});
   page["plan"] = plan ? planSection(before, *plan, identity) : json(nullptr);
   page["overlay"] = overlaySection(before_sampled, after_sampled, aligned, before.event_count);
+  page["measured_time"] =
+      measured ? json{{"before_us", measured->before_us},
+                      {"extra_share", measured->extra_share},
+                      {"extra_share_error", measured->extra_share_error ? json(*measured->extra_share_error) : json()},
+                      {"pairs", measured->pairs}}
+               : json(nullptr);
   return page;
 }
 

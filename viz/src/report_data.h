@@ -7,6 +7,7 @@
 
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
+#include "acprof/viz.h"
 
 namespace acprof::viz {
 
@@ -16,6 +17,6 @@ inline constexpr int kMaxChartSamples = 16000;
 
 nlohmann::json timelinePageData(const Profile& profile, const Plan* plan, int max_samples = kMaxChartSamples);
 nlohmann::json comparisonPageData(const Profile& before, const Profile& after, const Plan* plan,
-                                  int max_samples = kMaxChartSamples);
+                                  const MeasuredStepTime* measured = nullptr, int max_samples = kMaxChartSamples);
 
 }  // namespace acprof::viz

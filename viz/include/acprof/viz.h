@@ -19,6 +19,7 @@
 //     (torch.profiler._memory_profiler).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,14 +34,25 @@ namespace acprof {
 // step and its segments highlighted, and a table of the segments.
 std::string renderTimelineHtml(const Profile& profile, const Plan* plan = nullptr);
 
+// The paired timing 'acprof rewrite' measured, the report's headline extra
+// time: the profiles' own times include acprof's probes around every op, so
+// they are shown only as what they are, instrumented profile times.
+struct MeasuredStepTime {
+  double before_us = 0;    // the original's median training step
+  double extra_share = 0;  // median over alternated pairs of (rewritten - original) / original
+  std::optional<double> extra_share_error;  // that median's standard error, where there are enough pairs
+  int pairs = 0;
+};
+
 // Before and after a rewrite: both stacked timelines and both totals overlaid,
 // aligned phase by phase (the after profile's events are stretched linearly
 // inside each phase onto the before profile's events, so forward lines up with
 // forward and backward with backward). With a plan: budget, prediction,
 // recomputed segments highlighted and the segments table. `verification`: a
 // sentence on how the rewrite was verified, shown under the charts ("" for none).
+// `measured`: the rewrite's paired timing, the headline extra time (null: not timed).
 std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan = nullptr,
-                                 const std::string& verification = "");
+                                 const std::string& verification = "", const MeasuredStepTime* measured = nullptr);
 
 // The same stacked chart as a static SVG image (for docs and papers).
 std::string renderTimelineSvg(const Profile& profile, const Plan* plan = nullptr);
