@@ -18,11 +18,29 @@ function(acprof_add_example_test name model script)
                          ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/examples/${script} --ops $<TARGET_FILE:acprof_ops> ${ARGN})
 endfunction()
 
-# AdamW + StepLR for 5 steps, then a checkpoint saved halfway, reloaded and continued.
+# acprof_add_python_package_test(<name> <model file> <script> [script arguments...]): a script that
+# imports the acprof Python package (python/) as a user who ran `pip install ./python` does, the
+# op library named by ACPROF_OPS_LIBRARY, as the package's README says.
+function(acprof_add_python_package_test name model script)
+  acprof_add_example_run(${name} ${model} ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/${script} ${ARGN})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT
+                       "PYTHONPATH=${CMAKE_SOURCE_DIR}/python;ACPROF_OPS_LIBRARY=$<TARGET_FILE:acprof_ops>")
+endfunction()
+
+# AdamW + StepLR for 5 steps, then a checkpoint saved halfway, reloaded and continued. The loop
+# is the one the README shows (examples/train_rewritten.py), loaded with acprof.load.
 # GPT: dropout in the segments (the recompute must replay the RNG), AdamW's foreach implementation
 # (torch's default on CUDA); CNN: batch-norm running statistics, the default implementation.
-acprof_add_example_test(example_train_rewritten_gpt gpt_traced.pt train_rewritten.py --foreach)
-acprof_add_example_test(example_train_rewritten_cnn cnn_traced.pt train_rewritten.py)
+acprof_add_python_package_test(example_train_rewritten_gpt gpt_traced.pt examples/train_rewritten.py --foreach)
+acprof_add_python_package_test(example_train_rewritten_cnn cnn_traced.pt examples/train_rewritten.py)
+
+# The acprof package installed with pip into a fresh target directory, its op library found three
+# ways (ACPROF_OPS_LIBRARY, beside `acprof` on PATH, not at all: one clear error), and a rewritten
+# GPT trained with acprof.load for 3 steps with the losses of the original.
+acprof_add_example_run(python_package_load gpt_traced.pt ${ACPROF_PYTHON}
+                       ${CMAKE_CURRENT_SOURCE_DIR}/python/acprof_package_test.py
+                       --package ${CMAKE_SOURCE_DIR}/python --ops $<TARGET_FILE:acprof_ops>
+                       --acprof $<TARGET_FILE:acprof>)
 
 # DistributedDataParallel, 2 ranks on gloo: all-reduced gradients equal the original's.
 # GPT has bool buffers (causal masks), which gloo cannot broadcast; CNN's buffers are
