@@ -67,3 +67,13 @@ acprof_add_example_run(example_train_rewritten_cpp_gpt gpt_traced.pt ${ACPROF_IN
 acprof_add_example_run(example_train_rewritten_cpp_cnn cnn_traced.pt ${ACPROF_INSTALL_TEST_DIR}/example/train_rewritten)
 set_tests_properties(example_train_rewritten_cpp_gpt example_train_rewritten_cpp_cnn
                      PROPERTIES FIXTURES_REQUIRED "test_models;cpp_example")
+
+# The README's "Your own model in five steps", every block as written, in a fresh directory with
+# a fresh pip install of python/, on the model its step 1 writes; the plan's budget is halfway
+# between the floor and the peak of the profile it made (a share of the peak is not reachable on
+# every CPU). About 90 s on 2 cores.
+add_test(NAME readme_five_steps
+         COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/readme_five_steps_test.py
+                 --readme ${CMAKE_SOURCE_DIR}/README.md --package ${CMAKE_SOURCE_DIR}/python
+                 --acprof $<TARGET_FILE:acprof> --example ${CMAKE_SOURCE_DIR}/examples/train_rewritten.py)
+set_tests_properties(readme_five_steps PROPERTIES TIMEOUT 300)
