@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "acprof/solver.h"
+
 namespace acprof {
 
 // Whether a plan (peak, extra time) is better for the budget than another:
@@ -15,6 +17,12 @@ inline bool betterForBudget(int64_t peak_bytes, double time_us, int64_t other_pe
   if (fits != other_fits) return fits;
   if (fits) return time_us < other_time_us || (time_us == other_time_us && peak_bytes < other_peak_bytes);
   return peak_bytes < other_peak_bytes || (peak_bytes == other_peak_bytes && time_us < other_time_us);
+}
+
+// Whether `a` is the better plan for the budget, in the order above.
+inline bool betterForBudget(const SolverResult& a, const SolverResult& b, int64_t budget_bytes) {
+  return betterForBudget(a.simulation.peak_bytes, a.simulation.extra_time_us, b.simulation.peak_bytes,
+                         b.simulation.extra_time_us, budget_bytes);
 }
 
 }  // namespace acprof

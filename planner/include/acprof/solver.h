@@ -59,7 +59,7 @@ int mostEvenSegments(const Simulator& simulator);
 SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes);
 
 // mu-two's plan, refined: local moves on whole segments (shift an end,
-// remove, split, merge, add: solver_mu_two.cpp) while each gives a better plan
+// remove, split, merge, add: solver_refined.cpp) while each gives a better plan
 // (a lower peak, or the same peak for less time, or, once it fits, less
 // time); then, on graphs of up to 1000 compute nodes, the exact search
 // re-plans windows of 12 compute nodes with the rest held fixed, within a
