@@ -11,7 +11,9 @@ Specifies:
 - without either, loading fails with one error that names ACPROF_OPS_LIBRARY, the fix, and
   nothing of TorchScript's `Unknown type name '__torch__.torch.classes.acprof.Segment'`;
 - the model loaded with acprof.load trains 3 AdamW steps with the losses of the original, bit
-  for bit, and the process trains with the executor mode acprof profiled in (off).
+  for bit, and the process trains with the executor mode acprof profiled in (off);
+- an archive's record of the executor mode (acprof_executor_optimize) is obeyed, and without one
+  acprof's default (off) or the caller's executor_optimize holds.
 
 Each check runs in a fresh interpreter, since loading a library and the executor mode are
 process-wide. Runs under pytest (the test_* functions read the paths from the environment that
@@ -68,6 +70,24 @@ except acprof.OpsLibraryNotFound as error:
     print(error)
     sys.exit(3)
 print("loaded", acprof.ops_library_path())
+"""
+
+
+# An archive that records the executor mode (extra file acprof_executor_optimize) is obeyed; one
+# that does not gets acprof's default, off, or the caller's executor_optimize.
+EXECUTOR = r"""
+import json, sys
+import torch
+import acprof
+path = sys.argv[1] + "/recorded.pt"
+seen = {}
+for record, argument in (("on", None), ("off", None), (None, None), (None, True)):
+    files = {"acprof_executor_optimize": record} if record else {}
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), path, _extra_files=files)
+    torch._C._set_graph_executor_optimize(not (record == "on" or argument))  # the opposite first
+    acprof.load(path, executor_optimize=argument)
+    seen[f"{record}/{argument}"] = torch._C._get_graph_executor_optimize()
+print(json.dumps(seen))
 """
 
 
@@ -152,6 +172,17 @@ def test_a_missing_library_is_one_error_naming_the_fix():
             fail(f"the error is not one line of acprof's: {message}")
 
 
+def test_the_executor_mode_recorded_in_the_archive_is_obeyed():
+    with tempfile.TemporaryDirectory() as directory:
+        result = run_python(EXECUTOR, [directory], ops_library=setting("ACPROF_TEST_OPS"))
+    if result.returncode != 0:
+        fail(f"acprof.load on archives with and without acprof_executor_optimize failed:\n{result.stderr}")
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    expected = {"on/None": True, "off/None": False, "None/None": False, "None/True": True}
+    if seen != expected:
+        fail(f"executor mode after acprof.load (record/argument: mode) {seen}, expected {expected}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--package", required=True, help="the package's source (python/)")
@@ -167,6 +198,7 @@ def main():
     try:
         test_a_missing_library_is_one_error_naming_the_fix()
         test_finds_the_library_beside_the_acprof_command()
+        test_the_executor_mode_recorded_in_the_archive_is_obeyed()
         test_trains_like_the_original_with_acprof_load()
     finally:
         shutil.rmtree(target, ignore_errors=True)
