@@ -8,10 +8,21 @@
 #include "acprof/solver.h"
 
 namespace acprof::cli {
+namespace {
+
+nlohmann::json& outcomeResult() {
+  static nlohmann::json result;  // null until a command sets it
+  return result;
+}
+
+}  // namespace
+
+void setOutcomeResult(nlohmann::json result) { outcomeResult() = std::move(result); }
 
 void writeOutcome(const std::string& path, const std::string& command, int exit_code, const std::string& kind,
                   const std::string& message, const std::exception* error) {
-  nlohmann::json outcome = {{"acprof_outcome_version", 1}, {"command", command}, {"exit_code", exit_code}};
+  nlohmann::json outcome = {{"acprof_outcome_version", 1}, {"command", command}, {"exit_code", exit_code},
+                            {"result", outcomeResult()}};
   if (error == nullptr) {
     outcome["error"] = nullptr;
   } else {

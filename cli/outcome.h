@@ -7,7 +7,15 @@
 #include <exception>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace acprof::cli {
+
+// What a command found, for its outcome's "result": the plan's peaks and
+// segments, the rewrite's verification, measured peak and time. Set by the
+// command before it returns or throws a result-bearing error (a measured peak
+// over the budget); one process runs one command.
+void setOutcomeResult(nlohmann::json result);
 
 // `error` is null on success. `kind` is the error's kind's name ("infeasible_budget",
 // "internal" for acprof's own bugs). Written atomically; a failure to write it

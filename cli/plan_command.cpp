@@ -12,6 +12,7 @@
 #include "acprof/profile_format.h"
 #include "acprof/viz.h"
 #include "commands.h"
+#include "outcome.h"
 #include "output_paths.h"
 #include "profile_summary.h"
 
@@ -70,6 +71,14 @@ void runPlan(const PlanArgs& args) {
       planRecompute(profile, PlanRequest{absolutePath(args.profile_path), args.budget, args.solver, args.time_limit_s});
   plan.frontier = frontier;
   writePlanFile(plan, args.output);
+  setOutcomeResult({{"plan", absolutePath(args.output)},
+                    {"solver", plan.solver},
+                    {"budget_bytes", plan.budget_bytes},
+                    {"baseline_peak_bytes", plan.baseline_peak_bytes},
+                    {"predicted_peak_bytes", plan.predicted_peak_bytes},
+                    {"extra_time_us", plan.extra_time_us},
+                    {"baseline_iteration_time_us", plan.baseline_iteration_time_us},
+                    {"segments", plan.segments.size()}});
   if (args.sweep) writeFileAtomically(args.sweep_svg, renderFrontierSvg(profile, frontier, &plan));
   // The simulator replays tensors, so its peak is allocated bytes; a caching
   // allocator (CUDA) reserves more, which 'acprof rewrite' measures.

@@ -17,6 +17,7 @@
 #include "acprof/run_modes.h"
 #include "acprof/viz.h"
 #include "commands.h"
+#include "outcome.h"
 #include "output_paths.h"
 
 namespace acprof::cli {
@@ -115,6 +116,37 @@ std::string peakLine(const Plan& plan, const Profile& before, const Profile& aft
   return line;
 }
 
+// The rewrite's outcome as data (--outcome): what was verified and how, the
+// peaks predicted and measured, the paired time, and the files written.
+nlohmann::json rewriteResultJson(const Plan& plan, const RewriteResult& result, const std::optional<Profile>& before,
+                                 const std::optional<Profile>& after, const std::optional<StepTimes>& times,
+                                 nlohmann::json files) {
+  files["model"] = fs::absolute(result.output_path).lexically_normal().string();
+  nlohmann::json verification = nullptr;
+  if (result.verification) {
+    const VerificationResult& v = *result.verification;
+    verification = {{"mode", v.tolerance ? "tolerance" : "bitwise"},
+                    {"tolerance", v.tolerance ? nlohmann::json(*v.tolerance) : nlohmann::json()},
+                    {"max_abs_diff", v.maxAbsDiff()},
+                    {"gradients_compared", v.gradients_compared},
+                    {"buffers_compared", v.buffers_compared}};
+  }
+  nlohmann::json peak = {{"budget_bytes", plan.budget_bytes}, {"predicted_bytes", plan.predicted_peak_bytes}};
+  if (before) peak["before_bytes"] = before->summary.peak_bytes;
+  if (after) peak["measured_bytes"] = after->summary.peak_bytes;
+  nlohmann::json time = nullptr;
+  if (times) {
+    time = {{"before_us", times->original_us},
+            {"extra_share", times->extra_share},
+            {"extra_share_error", times->extra_share_error ? nlohmann::json(*times->extra_share_error) : nlohmann::json()},
+            {"pairs", times->rounds}};
+  }
+  const double predicted_share =
+      plan.baseline_iteration_time_us > 0 ? plan.extra_time_us / plan.baseline_iteration_time_us : 0;
+  return {{"segments", result.segment_count}, {"verification", verification}, {"peak", peak},
+          {"time", time}, {"predicted_extra_share", predicted_share}, {"files", files}};
+}
+
 void runRewrite(const RewriteArgs& args) {
   const std::optional<double> tolerance = parseTolerance(args.tolerance, args.tolerance_given);
   if (tolerance && args.no_verify)
@@ -181,6 +213,7 @@ void runRewrite(const RewriteArgs& args) {
 
   if (!has_profile) {
     std::cout << fmt::format("no before/after report: the plan's profile '{}' is missing\n", plan.profile_path);
+    setOutcomeResult(rewriteResultJson(plan, result, std::nullopt, std::nullopt, std::nullopt, {}));
     return;
   }
   if (options.progress) options.progress("re-profiling the rewritten model");
@@ -200,6 +233,10 @@ void runRewrite(const RewriteArgs& args) {
                                                       measured ? &*measured : nullptr));
   std::cout << peakLine(plan, *before, after) << "\n";
   if (times) std::cout << timeLine(plan, *times) << "\n";
+  setOutcomeResult(rewriteResultJson(plan, result, *before, after, times,
+                                     {{"report", fs::absolute(html_path).lexically_normal().string()},
+                                      {"profile_before", fs::absolute(before_path).lexically_normal().string()},
+                                      {"profile_after", fs::absolute(after_path).lexically_normal().string()}}));
   std::cout << fmt::format("wrote {}, {}, {}\n", before_path, after_path, html_path);
   // The budget is what the user must fit in. The rewrite is correct and its
   // report shows where the peak is, so the files stay; the exit code says the

@@ -68,10 +68,6 @@ BINARY_WAIT_SECONDS = 30 * 60
 BINARY_ATTEMPTS = 3
 
 INFEASIBLE_EXIT = 3  # acprof plan: no plan fits the budget (README, exit codes)
-# The rewrite's timing line: alternated steps of both models in one process.
-TIME_PATTERN = re.compile(
-    r"^time: step before ([0-9.]+) ms, after ([0-9.]+) ms, extra ([-+0-9.]+)% \(median of (\d+) alternated pairs"
-    r"(?:, standard error ([0-9.]+)%)?", re.M)
 TIME_ERROR_GOAL = 0.10     # |predicted - measured extra time| as a share of the step; listed, not a rule
 REFERENCE_TIME_ROUNDS = 20  # least timed pairs per rewrite of the reference set (parse_arguments says why)
 # A floor below the goal is searched again exhaustively (acprof plan --solver optimal), to tell a
@@ -266,16 +262,6 @@ def near_floor_budget(floor: int, peak: int) -> int:
     return floor + max(0, min(int(floor * FLOOR_MARGIN), (peak - floor) // 2))
 
 
-def verification_of(rewrite_stdout: str) -> str:
-    """bitwise, tolerance or missing, from the line `acprof rewrite` prints."""
-    for line in rewrite_stdout.splitlines():
-        if line.startswith("verified: ") and "bit for bit" in line:
-            return "bitwise"
-        if line.startswith("verified within tolerance"):
-            return "tolerance"
-    return "missing"
-
-
 def budget_outcome(options, work_dir: str, tag: str, budget: str) -> Dict:
     """run_budget's outcome, or the failure of its command."""
     try:
@@ -302,34 +288,35 @@ def run_budget(options, work_dir: str, tag: str, budget: str) -> Dict:
 
     report_dir = os.path.join(work_dir, tag)
     os.makedirs(report_dir, exist_ok=True)
-    rewrite_args = ["rewrite", "model.pt", plan_path, "-o", os.path.join(tag, "model.ckpt.pt"), "--report-dir", tag]
+    rewrite_args = ["rewrite", "model.pt", plan_path, "-o", os.path.join(tag, "model.ckpt.pt"), "--report-dir", tag,
+                    "--outcome", f"rewrite_{tag}.outcome.json"]
     if options.time_rounds is not None:
         rewrite_args += ["--time-rounds", str(options.time_rounds)]
     result = run_acprof(options, rewrite_args, work_dir, f"rewrite_{tag}.log")
     if result.returncode != 0:
         raise CommandFailed("rewrite", error_line(result))
-    outcome["verification"] = verification_of(result.stdout)
-    after_path = os.path.join(report_dir, "profile.after.json")
-    if not os.path.exists(after_path):
-        raise CommandFailed("rewrite", f"succeeded but wrote no {after_path}: {last_line(result.stdout)}")
-    after = profile_facts(read_json(after_path))
-    outcome["measured_peak_bytes"] = after["peak_bytes"]
-    outcome["peak_error"] = (plan["predicted_peak_bytes"] - after["peak_bytes"]) / after["peak_bytes"]
-    outcome.update(measured_step_times(result.stdout))
+    rewritten = read_json(os.path.join(work_dir, f"rewrite_{tag}.outcome.json"))["result"]
+    verification = rewritten["verification"]
+    outcome["verification"] = verification["mode"] if verification else "missing"
+    measured = rewritten["peak"].get("measured_bytes")
+    if measured is None:
+        raise CommandFailed("rewrite", f"succeeded but measured no peak: {last_line(result.stdout)}")
+    outcome["measured_peak_bytes"] = measured
+    outcome["peak_error"] = (plan["predicted_peak_bytes"] - measured) / measured
+    outcome.update(measured_step_times(rewritten["time"]))
     return outcome
 
 
-def measured_step_times(rewrite_stdout: str) -> Dict:
-    """The original's step time and the rewrite's extra time as `acprof rewrite` measured them:
-    alternated pairs of steps in one process, the extra time the median over the pairs."""
-    match = TIME_PATTERN.search(rewrite_stdout)
-    if not match:
+def measured_step_times(time: Optional[Dict]) -> Dict:
+    """The original's step time and the rewrite's extra time as `acprof rewrite` measured them
+    (its outcome's result.time): alternated pairs of steps in one process, the extra time the
+    median over the pairs. Empty when the rewrite was not timed."""
+    if not time:
         return {}
-    before_ms, share, rounds = float(match.group(1)), float(match.group(3)) / 100, int(match.group(4))
-    times = {"measured_step_us": before_ms * 1000, "measured_extra_us": share * before_ms * 1000,
-             "time_rounds": rounds}
-    if match.group(5) is not None:
-        times["measured_extra_error"] = float(match.group(5)) / 100  # the median's standard error, share of the step
+    times = {"measured_step_us": time["before_us"], "measured_extra_us": time["extra_share"] * time["before_us"],
+             "time_rounds": time["pairs"]}
+    if time["extra_share_error"] is not None:
+        times["measured_extra_error"] = time["extra_share_error"]  # the median's standard error, share of the step
     return times
 
 

@@ -282,11 +282,20 @@ fs::path profiledAndPlanned(const std::string& name, const std::string& model) {
 TEST(RewritePaths, APlanIsRewrittenFromAnotherDirectoryAndAnEmptyPlanSaysSo) {
   const fs::path directory = profiledAndPlanned("rewrite-elsewhere", "mlp_traced.pt");
   fs::create_directory(directory / "elsewhere");
-  const CommandResult rewritten = runIn(directory / "elsewhere", "rewrite ../plan.json --time-rounds 0");
+  const CommandResult rewritten =
+      runIn(directory / "elsewhere", "rewrite ../plan.json --time-rounds 0 --outcome outcome.json");
   ASSERT_EQ(rewritten.exit_code, 0) << outputOf(rewritten);
   EXPECT_TRUE(fs::exists(directory / "model.ckpt.pt"));
   EXPECT_TRUE(fs::exists(directory / "report.html"));
   EXPECT_NE(rewritten.out.find("the plan has no segment"), std::string::npos) << rewritten.out;
+  // The outcome carries what the lines say, as data.
+  const nlohmann::json outcome = nlohmann::json::parse(fileText(directory / "elsewhere" / "outcome.json"));
+  const nlohmann::json& result = outcome.at("result");
+  EXPECT_EQ(result.at("verification").at("mode"), "bitwise");
+  EXPECT_EQ(result.at("segments"), 0);
+  EXPECT_EQ(result.at("peak").at("measured_bytes"), result.at("peak").at("predicted_bytes"));
+  EXPECT_TRUE(result.at("time").is_null()) << "--time-rounds 0 times nothing";
+  EXPECT_TRUE(fs::equivalent(result.at("files").at("model").get<std::string>(), directory / "model.ckpt.pt"));
   if (!HasFailure()) fs::remove_all(directory);
 }
 
