@@ -12,7 +12,8 @@
 // before their branch; a branch holding two or more nodes becomes one branch
 // per node on the same condition (scripted early returns leave the rest of a
 // function in one branch); a list edited only by top-level appends and pops
-// becomes one list construct per reader (see forward_graph.cpp). Top-level
+// becomes one list construct per reader. Each of these passes is a file of
+// src/passes/ whose header states its contract. Top-level
 // nodes are numbered in order; prim::If and the loops that remain are single
 // nodes whose blocks run inside.
 #pragma once
