@@ -69,7 +69,7 @@ void addProfileCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--device", args->record.run.device, "cpu or cuda[:N]");
   cmd->add_option("--jit-optimize", args->jit_optimize,
-                  "TorchScript executor optimization during the profile (default off: see README)")
+                  "TorchScript executor optimization during the profile (default off: see docs/manual.md)")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("-o,--output", args->output, "profile to write (default profile.json)");
   cmd->add_option("--html", args->html, "also write an HTML memory timeline");

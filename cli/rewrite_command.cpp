@@ -1,4 +1,5 @@
 // acprof rewrite: apply a plan to its model, verify, re-profile, report.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "acprof/error.h"
+#include "acprof/ops.h"
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
 #include "acprof/rewriter.h"
@@ -147,6 +149,27 @@ nlohmann::json rewriteResultJson(const Plan& plan, const RewriteResult& result, 
           {"time", time}, {"predicted_extra_share", predicted_share}, {"files", files}};
 }
 
+// The op library this process runs with, as the dynamic linker found it: the
+// one a user's own training process must load too.
+std::string opsLibraryPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&checkpointOperatorRegistered), &info) == 0 || info.dli_fname == nullptr)
+    return "libacprof_ops.so";
+  return fs::absolute(info.dli_fname).lexically_normal().string();
+}
+
+// The two lines a user needs to train the result, with absolute paths.
+std::string howToTrainText(const std::string& model_path) {
+  const std::string model = fs::absolute(model_path).lexically_normal().string();
+  const std::string ops = opsLibraryPath();
+  return fmt::format(
+      "train it in Python: import acprof; model = acprof.load(\"{}\")  (pip install the repo's python/; where "
+      "acprof is not on PATH, set ACPROF_OPS_LIBRARY={})\n"
+      "train it in C++: link {} (CMake: acprof::ops), call acprof::checkpointOperatorRegistered(), then "
+      "torch::jit::load(\"{}\")\n",
+      model, ops, ops, model);
+}
+
 void runRewrite(const RewriteArgs& args) {
   const std::optional<double> tolerance = parseTolerance(args.tolerance, args.tolerance_given);
   if (tolerance && args.no_verify)
@@ -210,6 +233,7 @@ void runRewrite(const RewriteArgs& args) {
                            result.output_path);
   if (result.verification) std::cout << verificationLine(*result.verification) << "\n";
   else std::cout << "not verified (--no-verify)\n";
+  std::cout << howToTrainText(result.output_path);
 
   if (!has_profile) {
     std::cout << fmt::format("no before/after report: the plan's profile '{}' is missing\n", plan.profile_path);

@@ -14,7 +14,7 @@ namespace {
 
 std::string g_command_line;
 
-// Exit codes (README "Exit codes"): 0 success, 1 bad input, 2 usage,
+// Exit codes (docs/manual.md, "Exit codes"): 0 success, 1 bad input, 2 usage,
 // 3 infeasible budget, 4 verification failed, 5 measured peak over the budget,
 // 6 the model's own training step fails in PyTorch, 70 internal error (sysexits' EX_SOFTWARE).
 constexpr int kBadInputExit = 1;

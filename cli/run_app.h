@@ -15,7 +15,7 @@ namespace acprof::cli {
 using InternalErrorText = std::function<std::string(const std::exception&)>;
 
 // Parses argv into `app` (its callbacks run the command) and returns the exit
-// code of README's "Exit codes".
+// code of docs/manual.md's "Exit codes".
 int runApp(CLI::App& app, int argc, char** argv, const InternalErrorText& internal_error_text);
 
 }  // namespace acprof::cli

@@ -67,7 +67,7 @@ REMOVABLE_SHARE_GOAL = 0.60  # issue 10's goal for the floor; listed, not a rule
 BINARY_WAIT_SECONDS = 30 * 60
 BINARY_ATTEMPTS = 3
 
-INFEASIBLE_EXIT = 3  # acprof plan: no plan fits the budget (README, exit codes)
+INFEASIBLE_EXIT = 3  # acprof plan: no plan fits the budget (docs/manual.md, exit codes)
 TIME_ERROR_GOAL = 0.10     # |predicted - measured extra time| as a share of the step; listed, not a rule
 REFERENCE_TIME_ROUNDS = 20  # least timed pairs per rewrite of the reference set (parse_arguments says why)
 # A floor below the goal is searched again exhaustively (acprof plan --solver optimal), to tell a

@@ -288,6 +288,15 @@ TEST(RewritePaths, APlanIsRewrittenFromAnotherDirectoryAndAnEmptyPlanSaysSo) {
   EXPECT_TRUE(fs::exists(directory / "model.ckpt.pt"));
   EXPECT_TRUE(fs::exists(directory / "report.html"));
   EXPECT_NE(rewritten.out.find("the plan has no segment"), std::string::npos) << rewritten.out;
+  // The two lines that train the result name it and the op library by absolute paths that exist.
+  const std::regex python_line(R"re(train it in Python: import acprof; model = acprof\.load\("([^"]+)"\))re");
+  const std::regex cpp_line(R"re(train it in C\+\+: link (\S+) \(CMake: acprof::ops\))re");
+  std::smatch python_match, cpp_match;
+  ASSERT_TRUE(std::regex_search(rewritten.out, python_match, python_line)) << rewritten.out;
+  ASSERT_TRUE(std::regex_search(rewritten.out, cpp_match, cpp_line)) << rewritten.out;
+  EXPECT_TRUE(fs::path(python_match[1].str()).is_absolute()) << python_match[1];
+  EXPECT_TRUE(fs::equivalent(python_match[1].str(), directory / "model.ckpt.pt")) << python_match[1];
+  EXPECT_TRUE(fs::exists(cpp_match[1].str())) << cpp_match[1];
   // The outcome carries what the lines say, as data.
   const nlohmann::json outcome = nlohmann::json::parse(fileText(directory / "elsewhere" / "outcome.json"));
   const nlohmann::json& result = outcome.at("result");

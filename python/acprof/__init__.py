@@ -11,10 +11,10 @@ modes the plan assumed, and returns `torch.jit.load(path, map_location)`.
 Executor mode: acprof profiles with TorchScript's optimizing executor off unless `acprof profile
 --jit-optimize on` was given, and its plan holds only in the mode it profiled in (with it on the
 gradients are still equal, but what is saved for backward, hence the memory, is not what the plan
-predicted). The rewritten archive records the mode as the extra file `acprof_executor_optimize`
-("on" or "off") where the acprof that wrote it does so; where it is absent (acprof 0.1 writes only
-`acprof_inputs`, `acprof_target`, `acprof_loss` and `acprof_autocast`), `load` assumes acprof's
-default, off. Pass `executor_optimize=True` for a model profiled with `--jit-optimize on`.
+predicted). `acprof rewrite` records the mode in the rewritten archive as the extra file
+`acprof_executor_optimize` ("on" or "off") whenever it knows the profile's run (always, unless it
+ran with --no-verify and without the plan's profile); where the record is absent, `load` assumes
+acprof's default, off, and `executor_optimize=True` says otherwise.
 
 Autocast: TorchScript's own autocast pass rounds a few ops differently from eager autocast, and a
 checkpoint's recompute runs without it, so `load` turns it off

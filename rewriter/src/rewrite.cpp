@@ -35,10 +35,13 @@ std::string oneLine(const std::string& message) {
 }
 
 // The export scripts' input specs travel along, so the rewritten model can be
-// profiled as typed, like the original.
-torch::jit::ExtraFilesMap storedSpecFiles(const std::string& model_path) {
+// profiled as typed, like the original. So does the executor mode the plan was
+// profiled in, where the profile's run is known: acprof.load (python/acprof)
+// sets it before the model trains.
+torch::jit::ExtraFilesMap storedSpecFiles(const std::string& model_path, const std::optional<StepConfig>& run) {
   const StoredSpecs stored = readStoredSpecs(model_path);
   torch::jit::ExtraFilesMap files;
+  if (run) files["acprof_executor_optimize"] = run->run.executor_optimize ? "on" : "off";
   if (!stored.inputs.empty()) {
     std::string joined;
     for (const std::string& spec : stored.inputs) joined += spec + "\n";
@@ -112,7 +115,7 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
   // Removed on any error and on SIGINT/SIGTERM: an interrupted rewrite leaves nothing.
   TemporaryFile temporary(fmt::format("{}.tmp-{}", result.output_path, ::getpid()));
   const std::string& temp_path = temporary.path();
-  module.save(temp_path, storedSpecFiles(result.model_path));
+  module.save(temp_path, storedSpecFiles(result.model_path, options.step ? options.step : config));
   if (config) {
     report(options, "verifying one training step against the original");
     result.verification = verifyRewrite(result.model_path, temp_path, *config, options.tolerance);

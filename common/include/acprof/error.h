@@ -1,7 +1,7 @@
 // The one error type of acprof's libraries (torch-free). A library that meets
 // a problem throws an Error whose message is one line naming the problem and
 // what to do, and whose kind says what sort of problem it is; libraries never
-// print or exit. Only the CLI's main maps kinds to exit codes (README: "Exit
+// print or exit. Only the CLI's main maps kinds to exit codes (docs/manual.md: "Exit
 // codes"), as LLVM's ExitOnError does.
 #pragma once
 
