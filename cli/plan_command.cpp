@@ -83,7 +83,7 @@ void runPlan(const PlanArgs& args) {
   // The simulator replays tensors, so its peak is allocated bytes; a caching
   // allocator (CUDA) reserves more, which 'acprof rewrite' measures.
   const std::string threads = threadsNote(profile.meta.run);
-  std::cout << planSummaryText(plan)
+  std::cout << planSummaryText(plan) << planSegmentsText(profile, plan)
             << fmt::format("{:<16}{}\n", "peaks count", "allocated bytes (tensors), not "
                            "the caching allocator's reserved bytes")
             << (threads.empty() ? "" : fmt::format("{:<16}{}\n", "threads", threads))

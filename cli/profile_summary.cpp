@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "acprof/segment_names.h"
+
 namespace acprof::cli {
 
 std::string threadsNote(const RunConfig& run) {
@@ -46,6 +48,19 @@ std::string profileSummaryText(const Profile& p) {
       out += fmt::format("executor optimization {} would peak at {} (not less)\n", other_mode, formatBytes(other));
   }
   return out;
+}
+
+std::string planSegmentsText(const Profile& profile, const Plan& plan) {
+  if (plan.segments.empty()) return "";
+  std::string text = fmt::format("  {:>3}  {:<11}  {:>10}  {:>10}  {}\n", "#", "nodes", "saves", "recompute",
+                                 "module path and ops");
+  for (size_t i = 0; i < plan.segments.size(); ++i) {
+    const SegmentCut& s = plan.segments[i];
+    text += fmt::format("  {:>3}  {:<11}  {:>10}  {:>7.2f} ms  {}\n", i + 1,
+                        fmt::format("{}-{}", s.first_node, s.last_node), formatBytes(s.dropped_bytes),
+                        s.recompute_time_us / 1000.0, segmentDescription(profile, s));
+  }
+  return text;
 }
 
 }  // namespace acprof::cli

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
 
 namespace acprof::cli {
@@ -15,5 +16,9 @@ std::string profileSummaryText(const Profile& profile);
 // that recorded its count, "" for one that did not: CPU kernels size their
 // workspaces by it, so a profile's bytes, and a plan's, hold at that count.
 std::string threadsNote(const RunConfig& run);
+
+// The plan's segments as a table, one per line: nodes, what it saves, what its
+// recompute costs, and its module path and ops (as report.html names them).
+std::string planSegmentsText(const Profile& profile, const Plan& plan);
 
 }  // namespace acprof::cli

@@ -43,6 +43,10 @@ TEST(PlannerCli, DefaultPathsWriteThePlanAndPrintTheTable) {
   EXPECT_TRUE(fs::path(plan.profile_path).is_absolute()) << plan.profile_path;
   EXPECT_NE(result.out.find("predicted peak"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("wrote plan.json"), std::string::npos) << result.out;
+  // Each segment is a row named by module path and ops (the chain's nodes are n0 to n3).
+  ASSERT_EQ(plan.segments.size(), 1u);
+  EXPECT_NE(result.out.find("module path and ops"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("n0 → n1, 2 ops: linear"), std::string::npos) << result.out;
 }
 
 // --sweep alone prints the trade-off table and draws it, writing no plan;

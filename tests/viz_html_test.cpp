@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "acprof/segment_names.h"
+
 #include "acprof/viz.h"
 #include "embedded_assets.h"
 #include "viz_synthetic_profile.h"
@@ -135,6 +137,9 @@ TEST(TimelineHtml, PlanAddsBudgetPredictionSegmentHighlightsAndTheSegmentsTable)
   EXPECT_EQ(segment["dropped_bytes"], 4000);
   EXPECT_EQ(segment["first_op"], "aten::conv2d");
   EXPECT_EQ(segment["last_op"], "aten::relu");
+  // Named as the terminal names it (segment_names.h), by module path and ops.
+  EXPECT_EQ(segment["description"], segmentDescription(profile, plan.segments[0]));
+  EXPECT_NE(segment["description"].get<std::string>().find("conv2d, relu"), std::string::npos) << segment;
   EXPECT_EQ(segment["recompute_step"], 5);  // as the plan says
   // Highlights: the segment's forward steps are events [0, 2); its recompute is step 5's events [8, 9).
   const json& highlights = data["profiles"][0]["highlights"];

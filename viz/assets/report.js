@@ -642,14 +642,13 @@
       const rows = data.plan.segments.map((s, i) => [
         String(i + 1),
         s.first_node + "–" + s.last_node,
-        s.first_op + (s.last_node !== s.first_node ? " … " + s.last_op : ""),
-        s.scope,
+        s.description,
         formatBytes(s.dropped_bytes),
         String(s.dropped_tensor_count),
         formatMs(s.recompute_time_us),
       ]);
       table(section, "Recomputed segments (" + data.plan.solver + ")",
-            ["#", "nodes", "ops", "scope", "bytes saved", "tensors", "recompute"], rows, [0, 4, 5, 6]);
+            ["#", "nodes", "module path and ops", "bytes saved", "tensors", "recompute"], rows, [0, 3, 4, 5]);
     }
     for (const profile of data.profiles) {
       const rows = profile.largest_activations.map((a) => [

@@ -1,8 +1,11 @@
 #include "report_data.h"
 
+#include "acprof/segment_names.h"
+
 #include "acprof/checkpoint_operator.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -42,7 +45,10 @@ json stackOrderedBytes(const CategoryBytes& bytes) {
   return out;
 }
 
+// "" where the recorder saw no value on the storage (a workspace): "[]" would
+// read as a 0-dim tensor.
 std::string shapeText(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return "";
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
   return text + "]";
@@ -61,6 +67,15 @@ json stepsTable(const Profile& profile) {
   return {{"op", op}, {"scope", scope}, {"phase", phase}, {"first_event", first_event}, {"time_us", time_us}};
 }
 
+// A graph value's debug name where it is one a person wrote ("attn_out.1"),
+// "" for TorchScript's numbering ("5567"), which names nothing in the model.
+std::string personName(const std::string& name) {
+  const bool numbered = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+  });
+  return numbered ? "" : name;
+}
+
 json largestActivationRows(const Profile& profile, const Plan* plan, size_t count) {
   std::vector<int> dropped;
   if (plan)
@@ -71,7 +86,7 @@ json largestActivationRows(const Profile& profile, const Plan* plan, size_t coun
     rows.push_back({{"bytes", t->bytes},
                     {"op", producer ? producer->kind : ""},
                     {"scope", producer ? producer->scope : ""},
-                    {"name", t->name},
+                    {"name", personName(t->name)},
                     {"shape", shapeText(t->shape)},
                     {"dtype", t->dtype},
                     {"dropped", std::find(dropped.begin(), dropped.end(), t->id) != dropped.end()}});
@@ -184,6 +199,7 @@ json planSection(const Profile& profile, const Plan& plan, const AxisMap& axis) 
                         {"first_op", first ? first->kind : ""},
                         {"last_op", last ? last->kind : ""},
                         {"scope", first ? first->scope : ""},
+                        {"description", segmentDescription(profile, cut)},
                         {"dropped_tensor_count", cut.dropped_tensors.size()},
                         {"dropped_bytes", cut.dropped_bytes},
                         {"recompute_time_us", cut.recompute_time_us},
