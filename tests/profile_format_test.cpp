@@ -301,8 +301,34 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
     EXPECT_SAME(steps[i].bytes_at_end);
     EXPECT_SAME(steps[i].peak_bytes);
   }
+  EXPECT_SAME(meta.model_path);
+  EXPECT_SAME(meta.model_sha256);
+  EXPECT_SAME(meta.torch_version);
+  EXPECT_SAME(meta.time_source);
+  EXPECT_SAME(meta.command);
+  EXPECT_SAME(meta.run.device);
+  EXPECT_SAME(meta.run.executor_optimize);
+  EXPECT_SAME(meta.run.input_specs);
+  EXPECT_SAME(meta.run.target_spec);
+  EXPECT_SAME(meta.run.loss);
+  EXPECT_SAME(meta.run.autocast);
+  EXPECT_SAME(meta.run.optimizer);
+  EXPECT_SAME(meta.run.warmup_iters);
+  EXPECT_SAME(meta.run.measured_iters);
+  EXPECT_SAME(meta.run.seed);
+  EXPECT_SAME(meta.run.intra_op_threads);
+  EXPECT_SAME(meta.allocator_bytes_at_start);
+  EXPECT_SAME(meta.other_executor_mode_peak_bytes);
+  EXPECT_SAME(meta.checkpoint_rng_state_bytes);
+  EXPECT_SAME(meta.forward_without_grad_ratio);
+  EXPECT_SAME(event_count);
+  EXPECT_SAME(graph_outputs);
+  EXPECT_SAME(summary.peak_bytes);
+  EXPECT_SAME(summary.peak_step);
+  EXPECT_SAME(summary.peak_breakdown);
   EXPECT_SAME(summary.allocator_peak_bytes);
   EXPECT_SAME(summary.reserved_peak_bytes);
+  EXPECT_SAME(summary.phase_time_us);
 #undef EXPECT_SAME
 }
 
