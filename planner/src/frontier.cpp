@@ -1,5 +1,6 @@
 // acprof plan --sweep: what each MiB of peak costs in time, from no recompute
-// to mu-two's floor, with two fixed strategies marked for comparison.
+// to the floor of the solver asked for (auto by default), with two fixed
+// strategies marked for comparison.
 #include <algorithm>
 #include <cctype>
 

@@ -95,9 +95,9 @@ struct SolverEntry {
   std::string description;  // a few words after the name in --help; "" for none
   SolverResult (*solve)(const Simulator& simulator, int64_t budget_bytes, double time_limit_s);
 };
-const std::vector<SolverEntry>& solverTable();  // mu-two (the default) first
+const std::vector<SolverEntry>& solverTable();  // auto (the default) first
 
-// The table's names in its order: mu-two, refined, optimal, chen, none.
+// The table's names in its order: auto, mu-two, refined, optimal, chen, none.
 const std::vector<std::string>& solverNames();
 
 // The budget cannot be met: the message names the smallest peak the solver

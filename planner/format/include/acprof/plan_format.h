@@ -55,7 +55,8 @@ struct Plan {
   std::string model_sha256;   // the profile's; the rewriter refuses any other model
   std::string model_path;     // the profile's, the default model for 'acprof rewrite'
   std::string profile_path;
-  std::string solver;         // mu-two | optimal | chen | none
+  std::string solver;         // the strategy that made the plan: mu-two | refined | optimal | chen | none
+                              // (auto names the one it ran, refined)
   std::string solver_report;  // how a searching solver ended (proven optimal or not), "" for the others
   std::string budget_text;    // as the user typed it
   int64_t budget_bytes = 0;
@@ -69,7 +70,10 @@ struct Plan {
   double extra_time_us = 0;
   std::vector<SegmentCut> segments;
   std::vector<TimelinePoint> predicted_timeline;
-  std::vector<FrontierPoint> frontier;  // with --sweep: mu-two's Pareto points, then chen and per-block
+  // With --sweep: no recompute and the Pareto points of the solver asked for
+  // (auto by default), each labelled by the strategy that made it, then chen
+  // and per-block.
+  std::vector<FrontierPoint> frontier;
 };
 
 std::string planToJson(const Plan& plan);
