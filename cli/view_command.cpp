@@ -25,6 +25,7 @@ struct ViewArgs {
   std::string html = "timeline.html";
   std::string svg;
   std::string trace;
+  std::string x_axis = "time";  // time | events
 };
 
 void runView(const ViewArgs& args) {
@@ -47,8 +48,10 @@ void runView(const ViewArgs& args) {
   if (!args.plan.empty()) plan = std::make_unique<Plan>(readPlanFile(args.plan));
 
   // Render everything first: a failure leaves no partial set of outputs.
-  const std::string html = profiles.size() == 2 ? renderComparisonHtml(profiles[0], profiles[1], plan.get())
-                                                : renderTimelineHtml(profiles[0], plan.get());
+  const ChartXAxis x_axis = args.x_axis == "events" ? ChartXAxis::AllocatorEvents : ChartXAxis::WallTime;
+  const std::string html = profiles.size() == 2 ? renderComparisonHtml(profiles[0], profiles[1], plan.get(), "",
+                                                                       nullptr, x_axis)
+                                                : renderTimelineHtml(profiles[0], plan.get(), x_axis);
   const std::string svg = args.svg.empty() ? "" : renderTimelineSvg(profiles[0], plan.get());
   const std::string trace = args.trace.empty() ? "" : renderPerfettoTrace(profiles[0], plan.get());
 
@@ -75,6 +78,8 @@ void addViewCommand(CLI::App& app) {
       ->expected(0, 2);
   cmd->add_option("--plan", args->plan, "plan.json: draw its budget, predicted peak and segments");
   cmd->add_option("-o,--output", args->html, "HTML page to write (default: timeline.html)");
+  cmd->add_option("--x-axis", args->x_axis, "the charts' x axis: time (wall time, default) or events (allocator events)")
+      ->check(CLI::IsMember({"time", "events"}));
   cmd->add_option("--svg", args->svg, "also write the stacked chart of the (first) profile as a static SVG");
   cmd->add_option("--trace", args->trace, "also write a Chrome Trace Event JSON of the (first) profile for Perfetto");
   cmd->callback([args] { runView(*args); });

@@ -58,7 +58,7 @@ TEST(TimelineHtml, EmbedsDygraphsWithItsLicenceAndLoadsNothingFromTheNetwork) {
 
 TEST(TimelineHtml, ChartCarriesCornerPointsPerCategoryAndTheExactPeak) {
   const Profile profile = testing::smallTrainingProfile();
-  const json data = embeddedData(renderTimelineHtml(profile));
+  const json data = embeddedData(renderTimelineHtml(profile, nullptr, ChartXAxis::AllocatorEvents));
   const json& section = data["profiles"][0];
   const int samples = static_cast<int>(section["samples"]["event"].size());
   EXPECT_EQ(samples, profile.event_count);  // 12 events: nothing to downsample
@@ -126,7 +126,7 @@ TEST(TimelineHtml, NamesWithMarkupQuotesAndOddUnicodeCannotLeaveTheScriptElement
 TEST(TimelineHtml, PlanAddsBudgetPredictionSegmentHighlightsAndTheSegmentsTable) {
   const Profile profile = testing::smallTrainingProfile();
   const Plan plan = testing::smallTrainingPlan(profile);
-  const json data = embeddedData(renderTimelineHtml(profile, &plan));
+  const json data = embeddedData(renderTimelineHtml(profile, &plan, ChartXAxis::AllocatorEvents));
   ASSERT_TRUE(data["plan"].is_object());
   EXPECT_EQ(data["plan"]["budget_bytes"], 9000);
   EXPECT_EQ(data["plan"]["predicted_peak_bytes"], 7500);
@@ -161,7 +161,7 @@ TEST(TimelineHtml, PlanAddsBudgetPredictionSegmentHighlightsAndTheSegmentsTable)
 TEST(TimelineHtml, LongTimelinesAreDownsampledToABoundedChartThatKeepsThePeak) {
   const int64_t spike = 300LL << 20;
   const Profile profile = testing::longSawtoothProfile(400'000, 123'456, spike);
-  const json data = embeddedData(renderTimelineHtml(profile));
+  const json data = embeddedData(renderTimelineHtml(profile, nullptr, ChartXAxis::AllocatorEvents));
   const json& section = data["profiles"][0];
   EXPECT_TRUE(section["downsampled"].get<bool>());
   EXPECT_LE(section["samples"]["event"].size(), 16001u);
@@ -198,7 +198,8 @@ TEST(ComparisonHtml, AlignsTheAfterProfilePhaseByPhaseAndOverlaysBothTotals) {
     if (t.name == "A") t.bytes = 0;
   timelineFromTensors(after);
   const Plan plan = testing::smallTrainingPlan(before);
-  const json data = embeddedData(renderComparisonHtml(before, after, &plan));
+  const json data =
+      embeddedData(renderComparisonHtml(before, after, &plan, "", nullptr, ChartXAxis::AllocatorEvents));
   EXPECT_EQ(data["kind"], "comparison");
   ASSERT_EQ(data["profiles"].size(), 2u);
   EXPECT_EQ(data["profiles"][0]["peak"]["bytes"], testing::kSmallProfilePeakBytes);
@@ -222,6 +223,28 @@ TEST(ComparisonHtml, ShowsTheVerificationSentenceItIsGiven) {
   const std::string with = renderComparisonHtml(profile, profile, nullptr, "Verification: <bit> for bit.");
   EXPECT_NE(with.find("<p id=\"verification\">Verification: &lt;bit&gt; for bit.</p>"), std::string::npos);
   EXPECT_EQ(renderComparisonHtml(profile, profile).find("id=\"verification\""), std::string::npos);
+}
+
+// By default the x axis is wall time: each step spans its measured time, so a
+// phase is as wide as it took (the optimizer's many small steps no longer
+// fill the page), and the chart ends at the iteration's total time.
+TEST(TimelineHtml, TheDefaultXAxisIsWallTimeWithEachStepAsWideAsItTook) {
+  Profile profile = testing::smallTrainingProfile();
+  const json events = embeddedData(renderTimelineHtml(profile, nullptr, ChartXAxis::AllocatorEvents));
+  const json time = embeddedData(renderTimelineHtml(profile));
+  EXPECT_EQ(events["x_axis"], "allocator_event");
+  EXPECT_EQ(time["x_axis"], "wall_time_ms");
+  double total_ms = 0;
+  for (const Step& step : profile.steps) total_ms += step.time_us / 1000.0;
+  EXPECT_NEAR(time["profiles"][0]["end_x"].get<double>(), total_ms, 1e-4);
+  EXPECT_EQ(events["profiles"][0]["end_x"].get<double>(), profile.event_count);
+  // Each phase spans the time of its steps.
+  for (const json& span : time["profiles"][0]["phases"]) {
+    double phase_ms = 0;
+    for (const Step& step : profile.steps)
+      if (phaseName(step.phase) == span["phase"].get<std::string>()) phase_ms += step.time_us / 1000.0;
+    EXPECT_NEAR(span["x1"].get<double>() - span["x0"].get<double>(), phase_ms, 1e-3) << span;
+  }
 }
 
 // The headline extra time is the rewrite's paired measurement, carried as

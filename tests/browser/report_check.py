@@ -32,6 +32,7 @@ except ImportError:
 CHROMIUM = os.environ.get("ACPROF_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("ACPROF_CHROMEDRIVER", "/usr/bin/chromedriver")
 VIEWPORT = (1280, 900)
+SCREENSHOT_WIDTH = 1400  # docs/report.png
 
 
 def format_bytes(count):
@@ -241,7 +242,7 @@ def check_report(report_path, screenshot=None):
             # charts and would drop the cursor.
             bottom = driver.execute_script(
                 "window.scrollTo(0, 0); return document.querySelector('.charts').getBoundingClientRect().bottom + 8;")
-            set_viewport(driver, VIEWPORT[0], int(bottom + 0.999))
+            set_viewport(driver, SCREENSHOT_WIDTH, int(bottom + 0.999))
             time.sleep(0.2)
             if peak is not None:
                 hover_peak(driver, peak)

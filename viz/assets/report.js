@@ -224,7 +224,7 @@
         ctx.fillRect(x0, area.y, x1 - x0, area.h);
         // Labelled where the phase is wide enough in view, at its visible start.
         const left = Math.max(x0, area.x), right = Math.min(x1, area.x + area.w);
-        if (right - left > 60) {
+        if (ctx.measureText(span.phase).width + 8 < right - left) {
           ctx.fillStyle = "#444";
           ctx.fillText(span.phase, left + 4, area.y + 3);
         }
@@ -242,7 +242,8 @@
         ctx.fillRect(x0, area.y, x1 - x0, area.h);
         ctx.strokeStyle = HIGHLIGHT_EDGES[h.kind];
         ctx.strokeRect(x0, area.y, x1 - x0, area.h);
-        if (x1 - x0 > 50) {
+        // Only where the label fits inside its band, so labels never overlap.
+        if (ctx.measureText(h.label).width + 6 < x1 - x0) {
           ctx.fillStyle = HIGHLIGHT_EDGES[h.kind];
           ctx.fillText(h.label, x0 + 3, area.y + 16);
         }
@@ -303,7 +304,8 @@
       const label = "peak " + formatBytes(peak.bytes);
       const width = ctx.measureText(label).width;
       ctx.textBaseline = "bottom";
-      ctx.fillText(label, Math.min(x + 2 * r, area.x + area.w - width - 4), y - 1.6 * r);
+      // Below the phase and band labels along the top (11 px at +3, 10 px at +16), never over them.
+      ctx.fillText(label, Math.min(x + 2 * r, area.x + area.w - width - 4), Math.max(y - 1.6 * r, area.y + 40));
     });
   }
 
@@ -326,8 +328,17 @@
     for (let v = Math.ceil(min / step) * step; v <= max; v += step) ticks.push({ v, label: formatBytes(v) });
     return ticks;
   }
-  function eventTickLabel(v) {
+  // The x axis is wall time in ms (default) or the allocator event index (data.x_axis).
+  const WALL_TIME = data.x_axis !== "allocator_event";
+  function xTickLabel(v) {
+    if (WALL_TIME) return (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2));
     return Number.isInteger(v) ? String(v) : v.toFixed(1);
+  }
+  function xAxisLabel(of) {
+    const unit = WALL_TIME ? "wall time, ms" : "allocator event";
+    if (of === "after") return unit + " (of before; after aligned phase by phase)";
+    if (of === "overlay") return unit + " of before (after aligned phase by phase)";
+    return unit;
   }
   function chartWidth(container) {
     return Math.max(480, container.clientWidth - 4);
@@ -497,7 +508,7 @@
       highlightCircleSize: 0,
       gridLineColor: "#e3e3e3",
       axes: {
-        x: { axisLabelFormatter: eventTickLabel, pixelsPerLabel: 50 },
+        x: { axisLabelFormatter: xTickLabel, pixelsPerLabel: 50 },
         y: { ticker: byteTicks, axisLabelWidth: 80 },
       },
       interactionModel: {
@@ -538,7 +549,7 @@
       rows,
       top: rows.map((row) => row[row.length - 1]),
       height: 340,
-      xLabel: profile.label === "after" ? "allocator event (aligned to before, phase by phase)" : "allocator event",
+      xLabel: xAxisLabel(profile.label),
       extraMax: planExtraMax(showPlan),
       drawUnder: (g, ctx) => drawPhases(g, ctx, profile),
       drawOver: (g, ctx) => {
@@ -570,7 +581,7 @@
       rows: overlay.x.map((x, i) => [x, overlay.before[i], overlay.after[i]]),
       top: overlay.x.map((x, i) => Math.max(overlay.before[i], overlay.after[i])),
       height: 280,
-      xLabel: "allocator event of before (after aligned phase by phase)",
+      xLabel: xAxisLabel("overlay"),
       extraMax: planExtraMax(true),
       drawUnder: (g, ctx) => drawPhases(g, ctx, before),
       drawOver: (g, ctx) => {
@@ -614,7 +625,8 @@
     controls.appendChild(right);
     controls.appendChild(el("span", "hint",
       "Drag across a chart to zoom, shift+drag to pan, double-click or Reset to see the whole iteration. " +
-      "The x axis is the allocator event index: every allocation and free is one event."));
+      (WALL_TIME ? "The x axis is wall time: each step as wide as its measured median time, its allocations spread over it."
+                 : "The x axis is the allocator event index: every allocation and free is one event.")));
     parent.appendChild(controls);
   }
 

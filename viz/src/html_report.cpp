@@ -53,16 +53,17 @@ std::string frontierSection(const Profile& profile, const Plan* plan) {
 
 }  // namespace
 
-std::string renderTimelineHtml(const Profile& profile, const Plan* plan) {
-  return htmlPage(viz::timelinePageData(profile, plan), frontierSection(profile, plan));
+std::string renderTimelineHtml(const Profile& profile, const Plan* plan, ChartXAxis x_axis) {
+  return htmlPage(viz::timelinePageData(profile, plan, x_axis), frontierSection(profile, plan));
 }
 
 std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan,
-                                 const std::string& verification, const MeasuredStepTime* measured) {
+                                 const std::string& verification, const MeasuredStepTime* measured,
+                                 ChartXAxis x_axis) {
   std::string section;
   if (!verification.empty())
     section = "<p id=\"verification\">" + viz::escapeMarkupText(verification) + "</p>\n";
-  return htmlPage(viz::comparisonPageData(before, after, plan, measured), section + frontierSection(before, plan));
+  return htmlPage(viz::comparisonPageData(before, after, plan, measured, x_axis), section + frontierSection(before, plan));
 }
 
 }  // namespace acprof

@@ -78,6 +78,43 @@ PhaseAlignedAxis::PhaseAlignedAxis(const Profile& from, const Profile& onto) {
   }
 }
 
+EventTimeAxis::EventTimeAxis(const Profile& profile) {
+  double start_ms = 0;
+  for (size_t s = 0; s < profile.steps.size(); ++s) {
+    const double event = profile.steps[s].first_event;
+    // Steps that allocate nothing share their first event with the next: the
+    // knot at that event takes the latest start, so their time is a gap.
+    if (!knot_events_.empty() && knot_events_.back() == event) {
+      knot_events_.pop_back();
+      knot_ms_.pop_back();
+    }
+    knot_events_.push_back(event);
+    knot_ms_.push_back(start_ms);
+    start_ms += profile.steps[s].time_us / 1000.0;
+  }
+  if (!knot_events_.empty() && knot_events_.back() == profile.event_count) {
+    knot_events_.pop_back();
+    knot_ms_.pop_back();
+  }
+  knot_events_.push_back(profile.event_count);
+  knot_ms_.push_back(start_ms);
+  if (knot_events_.front() > 0) {  // events before the first step: no time of their own
+    knot_events_.insert(knot_events_.begin(), 0);
+    knot_ms_.insert(knot_ms_.begin(), 0);
+  }
+}
+
+double EventTimeAxis::map(double event) const {
+  if (knot_events_.size() < 2) return 0;
+  // The piece [k, k+1] holding the event; outside the iteration the ends extrapolate flat.
+  const auto after = std::upper_bound(knot_events_.begin(), knot_events_.end(), event);
+  if (after == knot_events_.begin()) return knot_ms_.front();
+  if (after == knot_events_.end()) return knot_ms_.back();
+  const size_t k = static_cast<size_t>(after - knot_events_.begin()) - 1;
+  const double length = knot_events_[k + 1] - knot_events_[k];
+  return knot_ms_[k] + (event - knot_events_[k]) * (knot_ms_[k + 1] - knot_ms_[k]) / length;
+}
+
 double PhaseAlignedAxis::map(double event) const {
   // The last piece whose start is at or before the event; the ends extrapolate.
   const Piece* piece = &pieces_.front();

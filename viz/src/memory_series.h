@@ -45,6 +45,20 @@ SampledTimeline sampleTimeline(const Profile& profile, int max_samples);
 // Event range [first, end) of one step.
 int stepEndEvent(const Profile& profile, int step);
 
+// Maps a profile's event positions onto wall time in milliseconds from the
+// iteration's start: each step spans its measured median time, its events
+// spread evenly over it, so a phase is as wide as it took. Steps without
+// events (their time passes with no allocation) widen the gap at their place.
+class EventTimeAxis {
+ public:
+  explicit EventTimeAxis(const Profile& profile);
+  double map(double event) const;
+
+ private:
+  std::vector<double> knot_events_;  // ascending; the time at each is the latest step start there
+  std::vector<double> knot_ms_;
+};
+
 // Maps positions on one profile's event axis onto another's so that phases
 // line up: inside each phase the mapping is linear. When the two profiles do
 // not have the same sequence of phases it stretches the whole iteration.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <memory>
 
 #include "memory_series.h"
 #include "plan_overlay.h"
@@ -20,7 +21,9 @@ using nlohmann::json;
 using AxisMap = std::function<double(double)>;
 
 // Two decimals are plenty for a pixel position and keep the page small.
-double roundedX(double x) { return std::round(x * 100.0) / 100.0; }
+// Fine enough that distinct events stay distinct on a millisecond axis too
+// (0.1 us), so the overlay's merge by position loses no sample.
+double roundedX(double x) { return std::round(x * 1e4) / 1e4; }
 
 // Corner points of a step-shaped series: value i holds on [xs[i], xs[i+1]),
 // the last one until end_x.
@@ -256,12 +259,13 @@ json categoriesTable() {
 
 // Both totals on the before axis: every sample position of either profile,
 // each total held from its own last sample at or before that position.
-json overlaySection(const SampledTimeline& before, const SampledTimeline& after, const PhaseAlignedAxis& axis,
-                    double end_x) {
+json overlaySection(const SampledTimeline& before, const SampledTimeline& after, const AxisMap& before_axis,
+                    const AxisMap& after_axis, double end_x) {
   std::map<double, std::pair<int, int>> merged;  // x -> (before sample, after sample), -1: none at x
-  for (size_t i = 0; i < before.events.size(); ++i) merged[roundedX(before.events[i])] = {static_cast<int>(i), -1};
+  for (size_t i = 0; i < before.events.size(); ++i)
+    merged[roundedX(before_axis(before.events[i]))] = {static_cast<int>(i), -1};
   for (size_t i = 0; i < after.events.size(); ++i) {
-    auto [it, inserted] = merged.try_emplace(roundedX(axis.map(after.events[i])), -1, static_cast<int>(i));
+    auto [it, inserted] = merged.try_emplace(roundedX(after_axis(after.events[i])), -1, static_cast<int>(i));
     if (!inserted) it->second.second = static_cast<int>(i);
   }
   std::vector<double> xs;
@@ -290,42 +294,55 @@ std::string modelTitle(const Profile& profile) {
   return profile.meta.model_path.empty() ? std::string("profile") : profile.meta.model_path;
 }
 
+// The page's x axis for a profile's events: wall time or the events themselves.
+AxisMap baseAxis(const Profile& profile, ChartXAxis x_axis) {
+  if (x_axis == ChartXAxis::AllocatorEvents) return [](double x) { return x; };
+  return [time = std::make_shared<EventTimeAxis>(profile)](double x) { return time->map(x); };
+}
+
+const char* axisName(ChartXAxis x_axis) {
+  return x_axis == ChartXAxis::AllocatorEvents ? "allocator_event" : "wall_time_ms";
+}
+
 }  // namespace
 
-json timelinePageData(const Profile& profile, const Plan* plan, int max_samples) {
+json timelinePageData(const Profile& profile, const Plan* plan, ChartXAxis x_axis, int max_samples) {
   if (plan) checkPlanMatchesProfile(*plan, profile);
-  const AxisMap identity = [](double x) { return x; };
+  const AxisMap axis = baseAxis(profile, x_axis);
   json page;
   page["kind"] = "timeline";
   page["title"] = modelTitle(profile);
+  page["x_axis"] = axisName(x_axis);
   page["categories"] = categoriesTable();
-  json section = profileSection("profile", profile, sampleTimeline(profile, max_samples), identity, plan);
-  if (plan) section["highlights"] = segmentHighlights(profile, *plan, identity);
+  json section = profileSection("profile", profile, sampleTimeline(profile, max_samples), axis, plan);
+  if (plan) section["highlights"] = segmentHighlights(profile, *plan, axis);
   page["profiles"] = json::array({section});
-  page["plan"] = plan ? planSection(profile, *plan, identity) : json(nullptr);
+  page["plan"] = plan ? planSection(profile, *plan, axis) : json(nullptr);
   page["overlay"] = nullptr;
   return page;
 }
 
 json comparisonPageData(const Profile& before, const Profile& after, const Plan* plan,
-                        const MeasuredStepTime* measured, int max_samples) {
+                        const MeasuredStepTime* measured, ChartXAxis x_axis, int max_samples) {
   if (plan) checkPlanMatchesProfile(*plan, before);
-  const AxisMap identity = [](double x) { return x; };
+  const AxisMap before_axis = baseAxis(before, x_axis);
   const PhaseAlignedAxis aligned(after, before);
-  const AxisMap after_axis = [&aligned](double x) { return aligned.map(x); };
+  const AxisMap after_axis = [&aligned, &before_axis](double x) { return before_axis(aligned.map(x)); };
   const SampledTimeline before_sampled = sampleTimeline(before, max_samples);
   const SampledTimeline after_sampled = sampleTimeline(after, max_samples);
   json page;
   page["kind"] = "comparison";
   page["title"] = modelTitle(before) + " → " + modelTitle(after);
+  page["x_axis"] = axisName(x_axis);
   page["categories"] = categoriesTable();
-  json before_section = profileSection("before", before, before_sampled, identity, plan);
+  json before_section = profileSection("before", before, before_sampled, before_axis, plan);
   json after_section = profileSection("after", after, after_sampled, after_axis, nullptr);
-  if (plan) before_section["highlights"] = segmentHighlights(before, *plan, identity);
+  if (plan) before_section["highlights"] = segmentHighlights(before, *plan, before_axis);
   after_section["highlights"] = checkpointHighlights(after, after_axis);
   page["profiles"] = json::array({before_section, after_section});
-  page["plan"] = plan ? planSection(before, *plan, identity) : json(nullptr);
-  page["overlay"] = overlaySection(before_sampled, after_sampled, aligned, before.event_count);
+  page["plan"] = plan ? planSection(before, *plan, before_axis) : json(nullptr);
+  page["overlay"] = overlaySection(before_sampled, after_sampled, before_axis, after_axis,
+                                   before_axis(before.event_count));
   page["measured_time"] =
       measured ? json{{"before_us", measured->before_us},
                       {"extra_share", measured->extra_share},

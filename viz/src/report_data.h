@@ -15,8 +15,11 @@ namespace acprof::viz {
 // with three charts stays a few megabytes and smooth to hover.
 inline constexpr int kMaxChartSamples = 16000;
 
-nlohmann::json timelinePageData(const Profile& profile, const Plan* plan, int max_samples = kMaxChartSamples);
+nlohmann::json timelinePageData(const Profile& profile, const Plan* plan, ChartXAxis x_axis = ChartXAxis::WallTime,
+                                int max_samples = kMaxChartSamples);
+// The after profile is drawn on the before profile's axis, aligned phase by phase.
 nlohmann::json comparisonPageData(const Profile& before, const Profile& after, const Plan* plan,
-                                  const MeasuredStepTime* measured = nullptr, int max_samples = kMaxChartSamples);
+                                  const MeasuredStepTime* measured = nullptr, ChartXAxis x_axis = ChartXAxis::WallTime,
+                                  int max_samples = kMaxChartSamples);
 
 }  // namespace acprof::viz

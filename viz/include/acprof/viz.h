@@ -10,11 +10,10 @@
 //     they are embedded as JSON with <, >, &, U+2028 and U+2029 escaped and
 //     shown with textContent, so no name can end the <script> element or
 //     inject HTML. Invalid UTF-8 is replaced, not rejected.
-//   - The x axis of the memory charts is the allocator event index of the
-//     profile: each allocation or free is one event, so a peak inside an op
-//     is shown, not averaged away. Long timelines are downsampled in C++ to a
-//     bounded number of samples while every bucket's maximum and the global
-//     peak are kept exactly.
+//   - The x axis of the memory charts is wall time by default, or the
+//     allocator event index (ChartXAxis). Long timelines are downsampled in
+//     C++ to a bounded number of samples, by event, while every bucket's
+//     maximum and the global peak are kept exactly, whichever the axis.
 //   - Categories are stacked and coloured like PyTorch's memory timeline
 //     (torch.profiler._memory_profiler).
 #pragma once
@@ -28,11 +27,18 @@
 
 namespace acprof {
 
+// What the charts' x axis measures: wall time (each step as wide as its
+// measured median time, its allocator events spread evenly over it), or the
+// allocator event index (each allocation or free one unit, so a peak inside a
+// short op is as wide as any other event).
+enum class ChartXAxis { WallTime, AllocatorEvents };
+
 // The memory timeline of one profile: stacked bytes per category over the
 // iteration's events, phases shaded, the peak marked with its breakdown, the
 // largest activations. With a plan: its budget line, its predicted peak per
 // step and its segments highlighted, and a table of the segments.
-std::string renderTimelineHtml(const Profile& profile, const Plan* plan = nullptr);
+std::string renderTimelineHtml(const Profile& profile, const Plan* plan = nullptr,
+                               ChartXAxis x_axis = ChartXAxis::WallTime);
 
 // The paired timing 'acprof rewrite' measured, the report's headline extra
 // time: the profiles' own times include acprof's probes around every op, so
@@ -52,7 +58,8 @@ struct MeasuredStepTime {
 // sentence on how the rewrite was verified, shown under the charts ("" for none).
 // `measured`: the rewrite's paired timing, the headline extra time (null: not timed).
 std::string renderComparisonHtml(const Profile& before, const Profile& after, const Plan* plan = nullptr,
-                                 const std::string& verification = "", const MeasuredStepTime* measured = nullptr);
+                                 const std::string& verification = "", const MeasuredStepTime* measured = nullptr,
+                                 ChartXAxis x_axis = ChartXAxis::WallTime);
 
 // The same stacked chart as a static SVG image (for docs and papers).
 std::string renderTimelineSvg(const Profile& profile, const Plan* plan = nullptr);
