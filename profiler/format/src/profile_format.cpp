@@ -1,13 +1,7 @@
 #include "acprof/profile_format.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
+#include <iterator>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,9 +15,9 @@ using nlohmann::json;
 
 constexpr const char* kCategoryNames[kCategoryCount] = {
     "weight", "gradient", "optimizer_state", "input", "activation", "temporary", "output"};
-constexpr const char* kPhaseNames[5] = {"setup", "forward", "loss", "backward", "optimizer"};
-constexpr const char* kCutRoleNames[3] = {"compute", "duplicable", "barrier"};
-constexpr const char* kValueEntryNames[5] = {"input", "clone", "constant", "blocked", "elements"};
+constexpr const char* kPhaseNames[kPhaseCount] = {"setup", "forward", "loss", "backward", "optimizer"};
+constexpr const char* kCutRoleNames[] = {"compute", "duplicable", "barrier"};
+constexpr const char* kValueEntryNames[] = {"input", "clone", "constant", "blocked", "elements"};
 
 constexpr const char* kProfileFix = "re-run 'acprof profile' to regenerate it";
 
@@ -242,7 +236,7 @@ Step stepFromJson(const json& j, const std::string& where) {
 
 json summaryToJson(const PeakSummary& s) {
   json phases = json::object();
-  for (int i = 0; i < 5; ++i) phases[kPhaseNames[i]] = s.phase_time_us[i];
+  for (int i = 0; i < kPhaseCount; ++i) phases[kPhaseNames[i]] = s.phase_time_us[i];
   json summary{{"peak_bytes", s.peak_bytes},
                {"peak_step", s.peak_step},
                {"peak_breakdown", json_fields::categoryBytesToJson(s.peak_breakdown)},
@@ -260,7 +254,7 @@ PeakSummary summaryFromJson(const json& j, const std::string& where) {
   s.allocator_peak_bytes = field<int64_t>(j, "allocator_peak_bytes", where);
   s.reserved_peak_bytes = json_fields::optionalField<int64_t>(j, "reserved_peak_bytes", {where, kProfileFix});
   const json phases = field<json>(j, "phase_time_us", where);
-  for (int i = 0; i < 5; ++i) s.phase_time_us[i] = field<double>(phases, kPhaseNames[i], where);
+  for (int i = 0; i < kPhaseCount; ++i) s.phase_time_us[i] = field<double>(phases, kPhaseNames[i], where);
   return s;
 }
 
@@ -359,19 +353,19 @@ const char* cutRoleName(CutRole role) { return kCutRoleNames[static_cast<int>(ro
 const char* valueEntryName(ValueEntry entry) { return kValueEntryNames[static_cast<int>(entry)]; }
 
 CutRole cutRoleFromName(const std::string& name) {
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < static_cast<int>(std::size(kCutRoleNames)); ++i)
     if (name == kCutRoleNames[i]) return static_cast<CutRole>(i);
   throw FormatError(fmt::format("unknown node role '{}'", printable(name)));
 }
 
 ValueEntry valueEntryFromName(const std::string& name) {
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < static_cast<int>(std::size(kValueEntryNames)); ++i)
     if (name == kValueEntryNames[i]) return static_cast<ValueEntry>(i);
   throw FormatError(fmt::format("unknown value entry '{}'", printable(name)));
 }
 
 Phase phaseFromName(const std::string& name) {
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < kPhaseCount; ++i)
     if (name == kPhaseNames[i]) return static_cast<Phase>(i);
   throw FormatError(fmt::format("unknown phase '{}'", printable(name)));
 }

@@ -44,6 +44,7 @@ inline constexpr int kCategoryCount = 7;
 using CategoryBytes = std::array<int64_t, kCategoryCount>;
 
 enum class Phase { Setup, Forward, Loss, Backward, Optimizer };
+inline constexpr int kPhaseCount = 5;
 
 const char* categoryName(Category category);  // "weight", "gradient", ...
 const char* phaseName(Phase phase);           // "forward", ...
@@ -175,7 +176,7 @@ struct PeakSummary {
   // Absent where the allocator reports no reserved total (the CPU allocator
   // reports 0: it reserves nothing beyond what it allocates). Optional in JSON.
   std::optional<int64_t> reserved_peak_bytes;
-  std::array<double, 5> phase_time_us{};  // indexed by Phase; filled by timelineFromTensors
+  std::array<double, kPhaseCount> phase_time_us{};  // indexed by Phase; filled by timelineFromTensors
 };
 
 // One training run as acprof runs it: the step `acprof profile` measures and
