@@ -1,5 +1,5 @@
 acprof_add_test(profile_format_tests
-  SOURCES profile_format_test.cpp profile_cut_rules_test.cpp profile_event_stream_test.cpp
+  SOURCES profiler_format_test.cpp profiler_format_cut_rules_test.cpp profiler_format_event_stream_test.cpp
   LIBS acprof_profile_format nlohmann_json::nlohmann_json)
 
 if(NOT ACPROF_WITH_TORCH)

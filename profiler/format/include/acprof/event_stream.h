@@ -7,7 +7,7 @@
 // and category, which forward nodes read it, its first and last use, who saved
 // it for backward, the allocator's counters per step, and which backward steps
 // belong to which forward node. Tests drive it with hand-written streams
-// (tests/profile_event_stream_test.cpp).
+// (tests/profiler_format_event_stream_test.cpp).
 #pragma once
 
 #include <cstdint>
