@@ -156,6 +156,8 @@ TEST_P(ProfileCliBadInput, FailsWithOneLineAndWritesNothing) {
     arguments.replace(at, 3, "'" + testModel("mlp_traced.pt") + "'");
   if (const auto at = arguments.find("ENCODER"); at != std::string::npos)
     arguments.replace(at, 7, "'" + testModel("encoder_masks_scripted.pt") + "'");
+  if (const auto at = arguments.find("GPT"); at != std::string::npos)
+    arguments.replace(at, 3, "'" + testModel("gpt_scripted.pt") + "'");
   const auto result = runAcprof(arguments, dir);
   EXPECT_EQ(result.exit_code, 1) << "exit code 1: bad input\n" << result.err;
   EXPECT_EQ(lineCount(result.err), 1) << result.err;
@@ -180,7 +182,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"MoreInputsThanForwardHasArguments",
                  "profile ENCODER --input 'float32[2,8,64]' --input 'float32[8,8]' --input 'bool[2,8]' "
                  "--input 'float32[2]' -o out.json",
-                 "forward takes 1 to 3 (src.1, mask.1, src_key_padding_mask.1)"},
+                 "forward takes 1 to 3 (src (float32[...]), mask (optional, float32[...]), src_key_padding_mask "
+                 "(optional, float32[...]))"},
+        // Token ids are suggested as int64 in the embedding's range, by the names the user wrote.
+        BadInput{"TokenIdsAreSuggestedAsInt64InTheEmbeddingsRange",
+                 "profile GPT --input 'float32[2,8]' --input 'float32[2,8]' -o out.json",
+                 "forward takes 1 (tokens (int64[...]:0..128))"},
         BadInput{"UnwritableOutput", "profile MLP -o /proc/acprof/out.json",
                  "does not exist"},
         // A directory that is a file: unwritable for root too.

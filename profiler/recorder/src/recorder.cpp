@@ -54,12 +54,39 @@ size_t tensorArgumentCount(const torch::jit::Graph& graph) {
   return count;
 }
 
-std::string forwardSignature(const torch::jit::Graph& graph) {
+// The spec to suggest for forward's argument i: token ids where the argument
+// is the indices of an embedding (with the table's row count as their range),
+// floating-point values otherwise.
+std::string suggestedSpec(const torch::jit::Graph& graph, const torch::jit::Module& module, size_t i) {
+  for (const torch::jit::Use& use : graph.inputs()[i]->uses()) {
+    if (use.user->kind() != c10::Symbol::fromQualString("aten::embedding") || use.offset != 1) continue;
+    const std::optional<AttributeRef> table = attributeRead(use.user->input(0), module);
+    const c10::IValue weight = table ? table->value() : c10::IValue();
+    const std::string rows = weight.isTensor() ? std::to_string(weight.toTensor().size(0)) : "N";
+    return "int64[...]:0.." + rows;
+  }
+  return "float32[...]";
+}
+
+// "tokens (int64[...]:0..50257), mask (optional, float32[...])": forward's
+// tensor arguments by the names the user wrote, with the spec to give each.
+std::string forwardSignature(const torch::jit::Graph& graph, const torch::jit::Module& module) {
+  const std::vector<c10::Argument>& arguments = module.get_method("forward").function().getSchema().arguments();
   std::string names;
   const size_t count = tensorArgumentCount(graph);
-  for (size_t i = 1; i <= count; ++i)
-    names += (names.empty() ? "" : ", ") + graph.inputs()[i]->debugName();
+  for (size_t i = 1; i <= count && i < arguments.size(); ++i)
+    names += fmt::format("{}{} ({}{})", names.empty() ? "" : ", ", arguments[i].name(),
+                         arguments[i].default_value() ? "optional, " : "", suggestedSpec(graph, module, i));
   return names;
+}
+
+// " --input int64[...]:0..50257 --input float32[...]": the required arguments' specs.
+std::string exampleInputs(const torch::jit::Graph& graph, const torch::jit::Module& module) {
+  const size_t required = std::max<size_t>(requiredForwardArguments(module), 1);
+  std::string example;
+  for (size_t i = 1; i <= required && i < graph.inputs().size(); ++i)
+    example += " --input " + suggestedSpec(graph, module, i);
+  return example;
 }
 
 PreparedRun prepare(const RecordOptions& options, const torch::jit::Module& module, const torch::jit::Graph& graph) {
@@ -71,16 +98,14 @@ PreparedRun prepare(const RecordOptions& options, const torch::jit::Module& modu
   std::vector<std::string> spec_texts = options.run.input_specs.empty() ? stored.inputs : options.run.input_specs;
   const size_t most = tensorArgumentCount(graph), least = requiredForwardArguments(module);
   if (spec_texts.empty()) {
-    std::string example;
-    for (size_t i = 1; i <= std::max<size_t>(most, 1); ++i) example += " --input float32[...]";
     throw RecordError(fmt::format("{}: the model does not record its input shapes; pass one --input per forward "
                                   "argument ({}), e.g.{}",
-                                  options.model_path, forwardSignature(graph), example));
+                                  options.model_path, forwardSignature(graph, module), exampleInputs(graph, module)));
   }
   if (spec_texts.size() < least || spec_texts.size() > most) {
     const std::string takes = least == most ? std::to_string(most) : fmt::format("{} to {}", least, most);
     throw RecordError(fmt::format("{} input spec(s) given but forward takes {} ({}); pass one --input per argument{}",
-                                  spec_texts.size(), takes, forwardSignature(graph),
+                                  spec_texts.size(), takes, forwardSignature(graph, module),
                                   least == most ? "" : " up to the last one you do not leave to its default"));
   }
   for (const std::string& text : spec_texts) run.input_specs.push_back(parseInputSpec(text));
