@@ -79,6 +79,9 @@ std::string commandName(CLI::App& app) {
 const std::string& commandLine() { return g_command_line; }
 
 int runApp(CLI::App& app, int argc, char** argv, const InternalErrorText& internal_error_text) {
+  // Each line as soon as it is written, also into a pipe (`acprof rewrite | tee log`),
+  // where the C library would otherwise hold it until the command ends.
+  std::cout << std::unitbuf;
   g_command_line.clear();
   for (int i = 0; i < argc; ++i) {
     if (i > 0) g_command_line += ' ';
