@@ -65,8 +65,9 @@ std::string renderComparisonHtml(const Profile& before, const Profile& after, co
 std::string renderTimelineSvg(const Profile& profile, const Plan* plan = nullptr);
 
 // The trade-off of 'acprof plan --sweep' as a static SVG: predicted peak
-// against predicted extra time (% of the profiled iteration), mu-two's
-// frontier as a staircase, chen and per-block marked, and `plan` (the plan
+// against predicted extra time (% of the profiled iteration), the sweep's
+// solver's frontier (auto by default) as a staircase, chen and per-block
+// marked, and `plan` (the plan
 // chosen for a budget) ringed with its budget line.
 std::string renderFrontierSvg(const Profile& profile, const std::vector<FrontierPoint>& frontier,
                               const Plan* plan = nullptr);

@@ -39,8 +39,9 @@ std::vector<c10::IValue> forwardArguments(const torch::jit::Module& module, cons
 // Resets every parameter's .grad to undefined, as optimizer.zero_grad(set_to_none=True).
 void clearGradients(torch::jit::Module& module);
 
-// Runs forward + loss + backward once on a fresh copy of nothing: the module's
-// parameters' grads are reset to undefined first. Seeds the CPU (and CUDA) RNG
+// Runs forward + loss + backward once on the module as it is (callers load a
+// fresh copy when they compare two models): its parameters' grads are reset
+// to undefined first. Seeds the CPU (and CUDA) RNG
 // with config.run.seed before forward so dropout masks are reproducible.
 struct StepOutcome {
   at::Tensor loss;
