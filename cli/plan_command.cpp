@@ -1,5 +1,4 @@
 // acprof plan: choose what to recompute so that a training step fits a budget.
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -43,12 +42,6 @@ Profile readProfileOf(const std::string& path) {
   return readProfileFile(path);
 }
 
-// The plan records its profile by absolute path, as the profile records its
-// model: `acprof rewrite dir/plan.json` works from any directory.
-std::string absolutePath(const std::string& path) {
-  return std::filesystem::absolute(path).lexically_normal().string();
-}
-
 void runPlan(const PlanArgs& args) {
   if (args.budget.empty() && !args.sweep)
     throw Error(ErrorKind::Usage,
@@ -68,6 +61,7 @@ void runPlan(const PlanArgs& args) {
     return;
   }
   Plan plan =
+      // By absolute path, as the profile records its model: `acprof rewrite dir/plan.json` works from anywhere.
       planRecompute(profile, PlanRequest{absolutePath(args.profile_path), args.budget, args.solver, args.time_limit_s});
   plan.frontier = frontier;
   writePlanFile(plan, args.output);

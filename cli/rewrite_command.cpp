@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "acprof/error.h"
+#include "acprof/files.h"
 #include "acprof/ops.h"
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
@@ -123,7 +124,7 @@ std::string peakLine(const Plan& plan, const Profile& before, const Profile& aft
 nlohmann::json rewriteResultJson(const Plan& plan, const RewriteResult& result, const std::optional<Profile>& before,
                                  const std::optional<Profile>& after, const std::optional<StepTimes>& times,
                                  nlohmann::json files) {
-  files["model"] = fs::absolute(result.output_path).lexically_normal().string();
+  files["model"] = absolutePath(result.output_path);
   nlohmann::json verification = nullptr;
   if (result.verification) {
     const VerificationResult& v = *result.verification;
@@ -155,12 +156,12 @@ std::string opsLibraryPath() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&checkpointOperatorRegistered), &info) == 0 || info.dli_fname == nullptr)
     return "libacprof_ops.so";
-  return fs::absolute(info.dli_fname).lexically_normal().string();
+  return absolutePath(info.dli_fname);
 }
 
 // The two lines a user needs to train the result, with absolute paths.
 std::string howToTrainText(const std::string& model_path) {
-  const std::string model = fs::absolute(model_path).lexically_normal().string();
+  const std::string model = absolutePath(model_path);
   const std::string ops = opsLibraryPath();
   return fmt::format(
       "train it in Python: import acprof; model = acprof.load(\"{}\")  (pip install the repo's python/; where "
@@ -258,9 +259,9 @@ void runRewrite(const RewriteArgs& args) {
   std::cout << peakLine(plan, *before, after) << "\n";
   if (times) std::cout << timeLine(plan, *times) << "\n";
   setOutcomeResult(rewriteResultJson(plan, result, *before, after, times,
-                                     {{"report", fs::absolute(html_path).lexically_normal().string()},
-                                      {"profile_before", fs::absolute(before_path).lexically_normal().string()},
-                                      {"profile_after", fs::absolute(after_path).lexically_normal().string()}}));
+                                     {{"report", absolutePath(html_path)},
+                                      {"profile_before", absolutePath(before_path)},
+                                      {"profile_after", absolutePath(after_path)}}));
   std::cout << fmt::format("wrote {}, {}, {}\n", before_path, after_path, html_path);
   // The budget is what the user must fit in. The rewrite is correct and its
   // report shows where the peak is, so the files stay; the exit code says the

@@ -169,4 +169,8 @@ void checkOutputPath(const std::string& output, const std::vector<std::string>& 
                                          output, parent.string()));
 }
 
+std::string absolutePath(const std::string& path) {
+  return std::filesystem::absolute(path).lexically_normal().string();
+}
+
 }  // namespace acprof

@@ -13,6 +13,11 @@ namespace acprof {
 std::string readWholeFile(const std::string& path);
 void writeFileAtomically(const std::string& path, const std::string& contents);
 
+// `path` made absolute against the working directory and lexically normal
+// ("a/../b" is "b"): how profiles, plans and outcomes record the files they
+// name, so that a later command finds them from any directory.
+std::string absolutePath(const std::string& path);
+
 // Checks made before any work starts, so that a bad output path fails fast
 // and an input is never overwritten. Each throws a one-line Error (bad input).
 // `output` must not be one of `inputs`, a directory, or in a missing or

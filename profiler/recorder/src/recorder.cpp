@@ -1,7 +1,6 @@
 #include "acprof/recorder.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -18,6 +17,7 @@
 #include "acprof/statistics.h"
 #include "acprof/synthetic_inputs.h"
 #include "acprof/cut_facts.h"
+#include "acprof/files.h"
 #include "acprof/forward_graph.h"
 #include "acprof/optimizer.h"
 #include "acprof/training_step.h"
@@ -71,7 +71,7 @@ std::string suggestedSpec(const torch::jit::Graph& graph, const torch::jit::Modu
 // "tokens (int64[...]:0..50257), mask (optional, float32[...])": forward's
 // tensor arguments by the names the user wrote, with the spec to give each.
 std::string forwardSignature(const torch::jit::Graph& graph, const torch::jit::Module& module) {
-  const std::vector<c10::Argument>& arguments = module.get_method("forward").function().getSchema().arguments();
+  const std::vector<c10::Argument>& arguments = forwardSchema(module).arguments();
   std::string names;
   const size_t count = tensorArgumentCount(graph);
   for (size_t i = 1; i <= count && i < arguments.size(); ++i)
@@ -384,7 +384,7 @@ Profile recordProfile(const RecordOptions& options) {
 
   Profile profile;
   // Absolute: plan and rewrite find the model from any directory (issue 36).
-  profile.meta.model_path = std::filesystem::absolute(options.model_path).lexically_normal().string();
+  profile.meta.model_path = absolutePath(options.model_path);
   profile.meta.model_sha256 = sha256OfFile(options.model_path);
   profile.meta.torch_version = TORCH_VERSION;
   profile.meta.command = options.command_line;

@@ -25,11 +25,9 @@ StepConfig stepConfigOf(const RunConfig& run) {
   return config;
 }
 
-namespace {
 const c10::FunctionSchema& forwardSchema(const torch::jit::Module& module) {
   return module.get_method("forward").function().getSchema();
 }
-}  // namespace
 
 size_t requiredForwardArguments(const torch::jit::Module& module) {
   const std::vector<c10::Argument>& arguments = forwardSchema(module).arguments();

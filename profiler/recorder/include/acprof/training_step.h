@@ -26,6 +26,9 @@ struct StepConfig {
 // Throws (InputSpecError) for a spec that does not parse.
 StepConfig stepConfigOf(const RunConfig& run);
 
+// forward's signature, self first.
+const c10::FunctionSchema& forwardSchema(const torch::jit::Module& module);
+
 // forward's arguments (self excluded) without a default value: the fewest
 // inputs a run may give. The others, e.g. `mask: Optional[Tensor] = None` or
 // nn.Transformer's masks, take their defaults, as a Python call would.
