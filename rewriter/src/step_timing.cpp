@@ -79,7 +79,7 @@ StepTimes timeRewrite(const std::string& original_path, const std::string& rewri
     timed_us += original_us.back() + rewritten_us.back();
   }
   if (extra_shares.empty()) return StepTimes{};
-  return StepTimes{median(original_us), median(rewritten_us), median(extra_shares), medianStandardError(extra_shares),
+  return StepTimes{median(original_us), median(extra_shares), medianStandardError(extra_shares),
                    static_cast<int>(original_us.size())};
 }
 

@@ -40,7 +40,6 @@ class RewriteError : public Error {
 // checkpoint calls. Does not check the plan's sha256; rewriteModelFile does.
 torch::jit::Module checkpointedModel(const std::string& model_path, const Plan& plan);
 
-// How one training step of the rewritten model compared with the original.
 // The first value two training steps disagree on: "the loss", "the gradient of
 // 'fc.weight'", "buffer 'bn.running_mean'", and by how much (a NaN on one side is infinite).
 struct StepDifference {
@@ -51,6 +50,7 @@ struct StepDifference {
 std::optional<StepDifference> firstDifference(const StepOutcome& first, const StepOutcome& second,
                                               std::optional<double> tolerance);
 
+// How one training step of the rewritten model compared with the original.
 struct VerificationResult {
   double loss_abs_diff = 0;
   double max_gradient_abs_diff = 0;
@@ -91,8 +91,7 @@ constexpr double kLeastTimedSeconds = 1.0;
 constexpr double kMostTimedSeconds = 10.0;
 constexpr double kTimedStandardError = 0.02;
 struct StepTimes {
-  double original_us = 0;   // median
-  double rewritten_us = 0;  // median
+  double original_us = 0;  // median
   // The median over the pairs of (rewritten - original) / original: a pair's
   // two steps share the machine's state of the moment, which the medians of
   // each model's steps taken apart do not.
