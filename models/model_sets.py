@@ -21,6 +21,7 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
         "gpt_traced.pt": ("gpt_small", "traced"),
         "gpt_scripted.pt": ("gpt_small", "scripted"),
         "gpt_long_traced.pt": ("gpt_long", "traced"),
+        "gpt_wide_traced.pt": ("gpt_wide", "traced"),
         "gpt_sdpa_traced.pt": ("gpt_sdpa", "traced"),
         "gpt_sdpa_scripted.pt": ("gpt_sdpa", "scripted"),
         "bert_traced.pt": ("bert_small", "traced"),

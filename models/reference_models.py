@@ -69,6 +69,10 @@ GPT_SMALL = _gpt(gpt.GptConfig(layers=2, width=64, heads=4, seq_len=32, vocab=12
 GPT_SDPA = _gpt(gpt.GptConfig(layers=2, width=64, heads=4, seq_len=128, vocab=128, attention="sdpa"), batch=4)
 # Long enough (128 tokens) that attention scores and MLP activations dominate the weights.
 GPT_LONG = _gpt(gpt.GptConfig(layers=4, width=128, heads=4, seq_len=128, vocab=256), batch=4)
+# Wide and without dropout, as the peers benchmark's decoder: at its floor the plan cuts
+# segments that end with the residual add and the layer norm that reads it, whose
+# checkpoint holds the residual's received gradient beside the sum it starts.
+GPT_WIDE = _gpt(gpt.GptConfig(layers=4, width=256, heads=4, seq_len=128, vocab=512, dropout=0.0), batch=8)
 BERT_SMALL_CONFIG = bert.BertConfig(layers=2, width=64, heads=4, seq_len=32, vocab=128, classes=4)
 BERT_SMALL = ReferenceModel(partial(bert.build, BERT_SMALL_CONFIG), bert.training_specs(BERT_SMALL_CONFIG, batch=4))
 
@@ -119,6 +123,7 @@ CATALOGUE: Dict[str, ReferenceModel] = {
     "resnet18_small": RESNET18_SMALL,
     "gpt_small": GPT_SMALL,
     "gpt_long": GPT_LONG,
+    "gpt_wide": GPT_WIDE,
     "gpt_sdpa": GPT_SDPA,
     "bert_small": BERT_SMALL,
     "transformer_dict": TRANSFORMER_DICT,

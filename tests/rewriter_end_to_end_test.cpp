@@ -172,6 +172,11 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
                                            Case{"cnn_traced.pt", "70%"}, Case{"cnn_scripted.pt", "70%"},
                                            Case{"gpt_long_traced.pt", "70%"}, Case{"gpt_long_traced.pt", "50%"},
                                            Case{"gpt_scripted.pt", "", 0.5},
+                                           // At its floor a segment ends with a residual add and the
+                                           // layer norm that reads it: the checkpoint holds the
+                                           // residual's received gradient until it returns, beside
+                                           // the new sum its recompute starts (1 % over, unmodelled).
+                                           Case{"gpt_wide_traced.pt", "", 0.0},
                                            // PyTorch 2.x attention: one scaled_dot_product_attention
                                            // call whose dropout mask the recompute must reproduce.
                                            Case{"gpt_sdpa_traced.pt", "", 0.1},

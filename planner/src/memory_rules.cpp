@@ -234,6 +234,35 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
   }
 }
 
+// Fills more of timing.held_use_gradients (memory_rules.h): a segment output
+// that nodes after the segment read and that is also read inside it gets two
+// gradients. The one from outside comes first and waits in the output's
+// buffer; in the original the inside use's backward added its own to it and
+// the sum went on in that one buffer. The checkpoint's backward hands the
+// outside gradient to its recompute as a gradient it received, so the engine
+// cannot add to it in place: the sum is a new tensor, and the received
+// gradient stays until the checkpoint returns (measured on a decoder whose
+// segment ends with the residual add and the layer norm reading it: one
+// residual-sized tensor more from that layer norm's backward to the return).
+void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& boundary, SegmentTiming& timing) {
+  const Profile& p = index.profile;
+  for (int v : boundary.outputs) {
+    const GraphValue& value = p.values[v];
+    if (!value.is_tensor || !value.requires_grad || value.bytes <= 0) continue;
+    const int* readers_begin = index.readers_of_value.begin(v);
+    const int* readers_end = index.readers_of_value.end(v);
+    if (!sumWaits(index, timing, readers_begin, readers_end)) continue;
+    int first_inside_use_step = -1;  // the last backward step of the inside use backwarded first
+    for (const int* n = std::lower_bound(readers_begin, readers_end, timing.range.first_node);
+         n != readers_end && *n <= timing.range.last_node; ++n)
+      if (index.first_backward_step[*n] >= 0 &&
+          (first_inside_use_step < 0 || index.last_backward_step[*n] < first_inside_use_step))
+        first_inside_use_step = index.last_backward_step[*n];
+    if (first_inside_use_step < 0) continue;
+    holdGradientToReturn(index, timing, value.bytes, first_inside_use_step, timing.held_use_gradients);
+  }
+}
+
 // What the checkpoint's return adds above the gradients it holds
 // (memory_rules.h). The returned gradients belong to one buffer per outside
 // tensor: a weight's storage (a trace reads it through one value per use) or
@@ -319,6 +348,7 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   for (int v : boundary.replayed_inputs) timing.kept_state_bytes += index.profile.values[v].bytes;
   timing.kept_state_bytes += numberInputBytes(index.profile, boundary);
   addHeldUseGradients(index, boundary, timing);
+  addHeldOutputGradients(index, boundary, timing);
   addReturnSums(index, boundary, timing);
   return timing;
 }

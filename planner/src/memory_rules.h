@@ -53,6 +53,11 @@
 // made a new tensor for the sum there and it is the segment's first use of
 // the weight (the older sum is then a gradient S received, held already, and
 // the new one stands for the held gradient).
+// A segment output read both inside the segment and after it receives its
+// gradient from outside first; where the original added the inside use's
+// gradient to it in one buffer, the checkpoint's backward cannot (it holds the
+// gradient it received), so that gradient is held from the end of the inside
+// use's backward to End, beside the sum the recompute starts.
 // At End the checkpoint returns (the return leaf): the engine has released what
 // the checkpoint saved and the gradients it received, and hands each returned
 // gradient, in input order, to the buffer of the tensor it belongs to (a
