@@ -1,0 +1,156 @@
+"""A plan applied to an eager module: a module whose forward runs the captured graph with each
+planned segment under a checkpoint (checkpoint.py).
+
+The plan names each segment's node range and its boundary (input, output and replayed values),
+computed once by the planner from the profile's cut facts; this reads them and does not decide
+them again. Nodes outside segments, and attribute reads inside them, run in order; a segment runs
+as one instruction where its last node stood, so every value it reads is made by then. Inside a
+segment, each use of an outside tensor that may need grad is a checkpoint input of its own
+(graph_surgery.cpp does the same for TorchScript), and inputs are passed latest use first.
+"""
+
+import json
+from typing import Any, Dict, List, Sequence, Tuple
+
+import torch
+
+from .checkpoint import SegmentRun, checkpoint
+from .graph import EagerGraph
+from .program import Instruction, run_program
+
+
+class PlanMismatch(ValueError):
+    """The plan does not fit this graph (made for another model or another capture)."""
+
+
+class _Segment:
+    def __init__(self, graph: EagerGraph, plan_segment: dict):
+        self.graph = graph
+        first, last = plan_segment["first_node"], plan_segment["last_node"]
+        if not (0 <= first <= last < len(graph.nodes)):
+            raise PlanMismatch(f"plan segment [{first}, {last}] is not a range of the graph's {len(graph.nodes)} nodes")
+        by_name = {v.name: v.id for v in graph.values}
+        try:
+            boundary_inputs = [by_name[name] for name in plan_segment["input_values"]]
+            self.outputs = [by_name[name] for name in plan_segment["output_values"]]
+            replayed = {by_name[name] for name in plan_segment.get("replayed_inputs", [])}
+        except KeyError as missing:
+            raise PlanMismatch(f"plan segment [{first}, {last}] names value {missing}, which this graph does not "
+                               "have; make the plan from a profile of this model") from None
+        self.first, self.last = first, last
+        self.nodes = [n for n in graph.nodes[first:last + 1] if n.role == "compute"]
+        made_inside = {n.value for n in self.nodes}
+        boundary = set(boundary_inputs)
+        # slot_of_use[(node, use)] -> input slot; values read once per slot otherwise.
+        slots: List[int] = []
+        self.slot_of_use: Dict[Tuple[int, int], int] = {}
+        shared_slot: Dict[int, int] = {}
+        for node in self.nodes:
+            for use, v in enumerate(node.reads):
+                if v in made_inside:
+                    continue
+                if v not in boundary:
+                    raise PlanMismatch(f"plan segment [{first}, {last}]: node {node.index} reads {graph.values[v].name}, "
+                                       "which is not among the plan's inputs; make the plan from a profile of this model")
+                value = graph.values[v]
+                per_use = value.is_tensor and value.requires_grad and v not in replayed
+                if per_use or v not in shared_slot:
+                    slots.append(v)
+                    if not per_use:
+                        shared_slot[v] = len(slots) - 1
+                self.slot_of_use[(node.index, use)] = shared_slot[v] if not per_use else len(slots) - 1
+        # Latest use first: the engine adds returned gradients in input order, the unsplit
+        # backward reached the later use first.
+        count = len(slots)
+        self.input_values = list(reversed(slots))
+        self.slot_of_use = {key: count - 1 - slot for key, slot in self.slot_of_use.items()}
+        written = [count - 1 - s for s, v in enumerate(slots) if v in replayed]
+        self.run = SegmentRun(self._run, written, [graph.values[v].requires_grad for v in self.outputs])
+
+    def _run(self, inputs: List[torch.Tensor]) -> List[Any]:
+        graph = self.graph
+
+        def instruction(node):
+            def run(env):
+                def value(fx_node, use):
+                    slot = self.slot_of_use.get((node.index, use))
+                    return inputs[slot] if slot is not None else env[graph.value_of_fx[fx_node]]
+                return {node.value: graph.run_node(node, value)}
+            return Instruction([v for use, v in enumerate(node.reads) if (node.index, use) not in self.slot_of_use], run)
+
+        env: Dict[int, Any] = {}
+        run_program([instruction(n) for n in self.nodes], env, keep=self.outputs)
+        return [env[v] for v in self.outputs]
+
+    def instruction(self) -> Instruction:
+        def run(env):
+            results = checkpoint(self.run, [env[v] for v in self.input_values])
+            return dict(zip(self.outputs, results))
+        return Instruction(list(self.input_values), run)
+
+
+class CheckpointedModule(torch.nn.Module):
+    """The module with the plan's segments checkpointed; it shares the module's parameters and
+    buffers, so training it trains the module."""
+
+    def __init__(self, module: torch.nn.Module, graph: EagerGraph, plan: dict):
+        super().__init__()
+        self.module = module
+        self.graph = graph
+        self.segments = sorted((_Segment(graph, s) for s in plan["segments"]), key=lambda s: s.first)
+        for a, b in zip(self.segments, self.segments[1:]):
+            if b.first <= a.last:
+                raise PlanMismatch(f"plan segments [{a.first}, {a.last}] and [{b.first}, {b.last}] overlap")
+
+    def _instructions(self) -> List[Instruction]:
+        graph = self.graph
+        segment_at_last = {s.last: s for s in self.segments}
+        inside = {n.index for s in self.segments for n in s.nodes}
+        instructions = []
+        for node in graph.nodes:
+            if node.index not in inside:
+                def run(env, node=node):
+                    return {node.value: graph.run_node(node, lambda fx, use: env[graph.value_of_fx[fx]])}
+                instructions.append(Instruction([v for v in node.reads if v != 0], run))
+            if node.index in segment_at_last:
+                instructions.append(segment_at_last[node.index].instruction())
+        return instructions
+
+    def forward(self, *inputs: torch.Tensor):
+        graph = self.graph
+        env: Dict[int, Any] = {graph.value_of_fx[p]: x for p, x in zip(graph.placeholders, inputs)}
+        run_program(self._instructions(), env, keep=graph.graph_outputs)
+        flat = [env[v] for v in graph.graph_outputs]
+        env.clear()
+        return graph.unflatten_output(flat)
+
+
+def _read_json(path_or_content):
+    if isinstance(path_or_content, dict):
+        return path_or_content
+    with open(path_or_content) as handle:
+        return json.load(handle)
+
+
+def take_profile_facts(graph: EagerGraph, profile: dict) -> None:
+    """The profile's facts of the values (whether each may need grad, as the profiled step saw
+    it) onto a graph captured again, after checking it is the graph that was profiled."""
+    kinds = [n["kind"] for n in profile["nodes"]]
+    if kinds != [n.kind for n in graph.nodes] or len(profile["values"]) != len(graph.values):
+        raise PlanMismatch("the plan's profile was recorded from another graph (its nodes differ from this "
+                           "module's); profile this module and plan again")
+    for value, recorded in zip(graph.values, profile["values"]):
+        value.requires_grad = recorded["requires_grad"]
+
+
+def apply_plan(module: torch.nn.Module, plan, profile=None, graph: EagerGraph = None,
+               example_inputs: Sequence[torch.Tensor] = None) -> CheckpointedModule:
+    """`module` with `plan` (plan.json's path or content) applied. The plan's profile (its
+    profile_path unless given, path or content) supplies the graph's facts. Pass the EagerGraph
+    of `module`, or example inputs to capture it the way the profile did."""
+    plan = _read_json(plan)
+    profile = _read_json(profile if profile is not None else plan["profile_path"])
+    if graph is None:
+        graph = EagerGraph(module, example_inputs)
+    take_profile_facts(graph, profile)
+    return CheckpointedModule(module, graph, plan)

@@ -1,0 +1,135 @@
+"""The checkpoint a planned segment runs under: the Python twin of the C++ operator
+acprof::checkpoint (rewriter/ops/checkpoint_op.cpp), so that the memory the planner's simulator
+assumes (planner/src/memory_rules.h) is the memory an eager step uses.
+
+Forward runs the segment on detached inputs, so nothing inside is kept; it keeps only the inputs
+(a snapshot in place of each input the segment writes in place, taken before forward), the CPU
+generator state and the autocast state. Backward puts the generator state back (keeping a copy of
+the current one while it runs), re-runs the segment with grad enabled on detached inputs (the
+snapshots for written ones, so a batch norm's running statistics are updated once, by forward),
+differentiates it with the gradients it received, and returns one gradient per input. Each use
+of an outside tensor that needs grad is an input of its own, latest use first, so the engine adds
+the uses' gradients in the order the unsplit backward did (bit for bit).
+"""
+
+from typing import Any, Callable, List, Sequence
+
+import torch
+
+
+class SegmentRun:
+    """What a checkpoint needs of its segment: how to run it on its inputs, which inputs it
+    writes in place, and which outputs may carry a gradient."""
+
+    def __init__(self, run: Callable[[List[torch.Tensor]], List[Any]], written_inputs: Sequence[int],
+                 outputs_may_need_grad: Sequence[bool]):
+        self.run = run
+        self.written_inputs = set(written_inputs)
+        self.outputs_may_need_grad = list(outputs_may_need_grad)
+
+
+def _autocast_state() -> tuple:
+    return tuple((device, torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
+                 for device in ("cpu", "cuda")) + (torch.is_autocast_cache_enabled(),)
+
+
+class _AutocastReplay:
+    def __init__(self, state: tuple):
+        self.contexts = [torch.autocast(device, dtype=dtype, enabled=True)
+                         for device, enabled, dtype in state[:-1] if enabled]
+
+    def __enter__(self):
+        for context in self.contexts:
+            context.__enter__()
+
+    def __exit__(self, *exc):
+        for context in reversed(self.contexts):
+            context.__exit__(*exc)
+
+
+def _private_outputs_unviewed(outputs: List[Any], inputs: Sequence[torch.Tensor]) -> List[Any]:
+    """A Function's view outputs may not be written in place later; an output that views a
+    tensor made inside the segment, sharing storage with no input and no other output, is the
+    only holder of that storage and is returned as a plain tensor on it (unviewPrivateOutputs)."""
+    def storage_of(t):
+        return t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) else None
+
+    input_storages = {storage_of(t) for t in inputs}
+    result = list(outputs)
+    for o, out in enumerate(outputs):
+        if not isinstance(out, torch.Tensor) or not out._is_view():
+            continue
+        storage = storage_of(out)
+        shared = storage in input_storages or any(storage_of(other) == storage
+                                                  for k, other in enumerate(outputs) if k != o)
+        if shared:
+            continue
+        plain = torch.empty(0, dtype=out.dtype, device=out.device)
+        plain.set_(out.untyped_storage(), out.storage_offset(), out.size(), out.stride())
+        result[o] = plain
+    return result
+
+
+class CheckpointFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, segment: SegmentRun, caller_grad_enabled: bool, *inputs: torch.Tensor):
+        saved = [x.clone() if i in segment.written_inputs else x for i, x in enumerate(inputs)]
+        saved.append(torch.get_rng_state())
+        ctx.segment = segment
+        ctx.input_count = len(inputs)
+        ctx.autocast = _autocast_state()
+        cache = torch.is_autocast_cache_enabled()
+        torch.set_autocast_cache_enabled(False)
+        try:
+            with torch.set_grad_enabled(caller_grad_enabled):
+                outputs = segment.run([x.detach() for x in inputs])
+                outputs = _private_outputs_unviewed(outputs, inputs)
+        finally:
+            torch.set_autocast_cache_enabled(cache)
+        ctx.save_for_backward(*saved)
+        del saved
+        ctx.set_materialize_grads(False)
+        without_grad = [o for o, may in zip(outputs, segment.outputs_may_need_grad) if not may]
+        if without_grad:
+            ctx.mark_non_differentiable(*without_grad)
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        segment: SegmentRun = ctx.segment
+        count = ctx.input_count
+        saved = list(ctx.saved_tensors)
+        replayed_state = saved[count]
+        inputs = []
+        for i in range(count):
+            x = saved[i].detach()
+            if i not in segment.written_inputs and saved[i].requires_grad:
+                x.requires_grad_(True)
+            inputs.append(x)
+        del saved
+        current_state = torch.get_rng_state()
+        torch.set_rng_state(replayed_state)
+        try:
+            with torch.enable_grad(), _AutocastReplay(ctx.autocast):
+                outputs = segment.run(inputs)
+        finally:
+            torch.set_rng_state(current_state)
+            del current_state, replayed_state
+        differentiated, output_grads = [], []
+        for out, grad in zip(outputs, grad_outputs):
+            if isinstance(out, torch.Tensor) and out.requires_grad and grad is not None:
+                differentiated.append(out)
+                output_grads.append(grad)
+        del outputs, grad_outputs
+        wanted = [i for i, x in enumerate(inputs) if x.requires_grad]
+        input_grads: List[Any] = [None] * (2 + count)
+        if differentiated and wanted:
+            grads = torch.autograd.grad(differentiated, [inputs[i] for i in wanted], output_grads,
+                                        allow_unused=True)
+            for i, grad in zip(wanted, grads):
+                input_grads[2 + i] = grad
+        return tuple(input_grads)
+
+
+def checkpoint(segment: SegmentRun, inputs: Sequence[torch.Tensor]) -> tuple:
+    return CheckpointFunction.apply(segment, torch.is_grad_enabled(), *inputs)

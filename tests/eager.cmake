@@ -1,0 +1,23 @@
+# The eager front end (python/acprof/eager): a plain nn.Module profiled without TorchScript,
+# planned by the acprof binary unchanged, checkpointed in eager, and checked against the original
+# module (tests/python/eager_end_to_end_check.py says what exactly). Real models that are not in
+# models/ and are traced nowhere; dropout on in train mode. About 10-20 s each on a 2-core machine.
+
+# acprof_add_eager_test(<name> <model> <budget: floor|halfway> <op a segment must hold>)
+function(acprof_add_eager_test name model budget op)
+  add_test(NAME ${name}
+           COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/eager_end_to_end_check.py
+                   --acprof $<TARGET_FILE:acprof> --model ${model} --budget ${budget}
+                   --expect-in-segment ${op} --work ${CMAKE_BINARY_DIR}/eager-test/${name})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 180
+                       ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
+endfunction()
+
+# torchvision's ResNet-18 at 64x64, batch 2, planned at its floor, where segments hold batch
+# norms: their running statistics are updated once (by forward, not again by the recompute).
+acprof_add_eager_test(eager_resnet18_batch_norm_checkpointed_bit_for_bit_at_predicted_peak resnet18 floor
+                      aten::batch_norm)
+# Hugging Face GPT-2 from a config: dropout in the segments, its masks replayed on recompute;
+# halfway between the floor and the profiled peak, and at the floor (every segment it can use).
+acprof_add_eager_test(eager_gpt2_dropout_checkpointed_bit_for_bit_at_predicted_peak gpt2 halfway aten::dropout)
+acprof_add_eager_test(eager_gpt2_floor_plan_bit_for_bit_at_predicted_peak gpt2 floor aten::dropout)

@@ -1,0 +1,137 @@
+"""The eager front end end to end on a real model that is not in models/ and is traced nowhere:
+model -> acprof.eager.record_profile -> profile.json -> `acprof plan` (the built binary) ->
+acprof.eager.apply_plan -> one training step of the checkpointed module against the original's.
+
+Exits 1 unless all of these hold (each is printed with its numbers):
+  - the plan checkpoints at least one segment (so the checks below test a checkpoint), and one
+    holding --expect-in-segment's op where given (aten::batch_norm, aten::dropout);
+  - loss, every parameter's gradient and every buffer (batch-norm running statistics) equal the
+    original module's bit for bit, dropout on in train mode;
+  - the checkpointed step's measured peak, measured as the profile was (torch.profiler's
+    allocator events on top of the storages alive at the start), equals the plan's predicted
+    peak to the byte, and is within the budget.
+The budget: --budget floor plans at the smallest peak the planner reaches (read from
+`acprof plan --outcome`), --budget halfway halfway between that floor and the profiled peak.
+"""
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import torch
+
+from acprof import eager
+
+
+def resnet18():
+    import torchvision
+    model = torchvision.models.resnet18(num_classes=10)
+    inputs = [torch.randn(2, 3, 64, 64)]
+    return model, inputs, torch.randint(0, 10, (2,))
+
+
+class CausalLM(torch.nn.Module):
+    """A Hugging Face causal LM returning its logits (the loss is taken outside, as acprof does)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=False).logits
+
+
+def gpt2():
+    import transformers
+    transformers.logging.set_verbosity_error()
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=256, n_positions=64,
+                                     bos_token_id=0, eos_token_id=0)  # dropout 0.1 everywhere, as GPT-2's default
+    model = CausalLM(transformers.GPT2LMHeadModel(config))
+    ids = torch.randint(0, 256, (4, 64))
+    return model, [ids], torch.randint(0, 256, (4, 64))
+
+
+MODELS = {"resnet18": resnet18, "gpt2": gpt2}
+
+
+def run_acprof(acprof, args, cwd, allowed=(0,)):
+    done = subprocess.run([acprof] + args, cwd=cwd, capture_output=True, text=True)
+    if done.returncode not in allowed:
+        sys.exit(f"acprof {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def budget_bytes(acprof, work, how, baseline_bytes):
+    run_acprof(acprof, ["plan", "profile.json", "--budget", "1B", "--outcome", "floor.json", "-o", "unused.json"],
+               work, allowed=(3,))
+    with open(os.path.join(work, "floor.json")) as handle:
+        floor = json.load(handle)["floor"]["peak_bytes"]
+    return floor if how == "floor" else (floor + baseline_bytes) // 2
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--acprof", required=True)
+    parser.add_argument("--model", choices=sorted(MODELS), required=True)
+    parser.add_argument("--budget", choices=["floor", "halfway"], default="halfway")
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--expect-in-segment", default="",
+                        help="an op (profile node kind) the plan must checkpoint: what the test is about")
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+
+    torch.manual_seed(0)
+    model, inputs, target = MODELS[args.model]()
+    profiled, checkpointed, original = copy.deepcopy(model), copy.deepcopy(model), copy.deepcopy(model)
+    profile_path = os.path.join(args.work, "profile.json")
+    profile = eager.record_profile(profiled, inputs, loss="cross_entropy", target=target, path=profile_path)
+    baseline = profile["summary"]["peak_bytes"]
+    budget = budget_bytes(args.acprof, args.work, args.budget, baseline)
+    run_acprof(args.acprof, ["plan", "profile.json", "--budget", str(budget), "-o", "plan.json"], args.work)
+    with open(os.path.join(args.work, "plan.json")) as handle:
+        plan = json.load(handle)
+
+    cut = eager.apply_plan(checkpointed, plan, profile=profile_path, example_inputs=inputs)
+    after = eager.measure_step(cut, inputs, "cross_entropy", target)
+    before = eager.measure_step(original, inputs, "cross_entropy", target)
+
+    failures = []
+
+    def check(ok, line):
+        print(("ok    " if ok else "FAIL  ") + line)
+        if not ok:
+            failures.append(line)
+
+    segments = len(plan["segments"])
+    check(segments > 0, f"{args.model}: the plan at {budget} B checkpoints {segments} segment(s) "
+                        f"(profiled peak {baseline} B)")
+    if args.expect_in_segment:
+        kinds = {profile["nodes"][n]["kind"] for s in plan["segments"]
+                 for n in range(s["first_node"], s["last_node"] + 1)}
+        check(args.expect_in_segment in kinds, f"{args.model}: a segment checkpoints {args.expect_in_segment}")
+    check(torch.equal(before["loss"], after["loss"]),
+          f"{args.model}: loss {before['loss'].item()!r} (original) vs {after['loss'].item()!r} (checkpointed)")
+    names = sorted(before["gradients"])
+    missing = [n for n in names if "module." + n not in after["gradients"]]
+    differences = [(before["gradients"][n] - after["gradients"]["module." + n]).abs().max().item()
+                   for n in names if n not in missing]
+    unequal = [n for n in names if n not in missing and
+               not torch.equal(before["gradients"][n], after["gradients"]["module." + n])]
+    check(not missing and not unequal,
+          f"{args.model}: {len(names)} gradients bit for bit (max |difference| {max(differences, default=0.0)}, "
+          f"missing {missing[:3]}, unequal {unequal[:3]})")
+    buffers = sorted(before["buffers"])
+    unequal_buffers = [n for n in buffers if not torch.equal(before["buffers"][n], after["buffers"]["module." + n])]
+    check(not unequal_buffers, f"{args.model}: {len(buffers)} buffers bit for bit (unequal {unequal_buffers[:3]})")
+    predicted, measured = plan["predicted_peak_bytes"], after["peak_bytes"]
+    check(measured == predicted, f"{args.model}: measured peak {measured} B == predicted {predicted} B "
+                                 f"(difference {measured - predicted} B)")
+    check(measured <= budget, f"{args.model}: measured peak {measured} B within the budget {budget} B")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
