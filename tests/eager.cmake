@@ -21,3 +21,9 @@ acprof_add_eager_test(eager_resnet18_batch_norm_checkpointed_bit_for_bit_at_pred
 # halfway between the floor and the profiled peak, and at the floor (every segment it can use).
 acprof_add_eager_test(eager_gpt2_dropout_checkpointed_bit_for_bit_at_predicted_peak gpt2 halfway aten::dropout)
 acprof_add_eager_test(eager_gpt2_floor_plan_bit_for_bit_at_predicted_peak gpt2 floor aten::dropout)
+# Hugging Face BERT (masked LM) and a Llama-style decoder (its rotary embedding runs under
+# no_grad, which export wraps in a higher-order op), and torch's own nn.Transformer.
+acprof_add_eager_test(eager_bert_dropout_checkpointed_bit_for_bit_at_predicted_peak bert halfway aten::dropout)
+acprof_add_eager_test(eager_llama_floor_plan_attention_dropout_bit_for_bit_at_predicted_peak llama floor
+                      aten::scaled_dot_product_attention)
+acprof_add_eager_test(eager_transformer_floor_plan_bit_for_bit_at_predicted_peak transformer floor aten::dropout)

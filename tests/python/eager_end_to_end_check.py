@@ -54,7 +54,49 @@ def gpt2():
     return model, [ids], torch.randint(0, 256, (4, 64))
 
 
-MODELS = {"resnet18": resnet18, "gpt2": gpt2}
+def bert():
+    import transformers
+    transformers.logging.set_verbosity_error()
+    config = transformers.BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128,
+                                     vocab_size=256, max_position_embeddings=64)  # dropout 0.1, BERT's default
+
+    class MaskedLM(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = transformers.BertForMaskedLM(config)
+
+        def forward(self, input_ids):
+            return self.model(input_ids=input_ids).logits
+
+    return MaskedLM(), [torch.randint(0, 256, (4, 64))], torch.randint(0, 256, (4, 64))
+
+
+def llama():
+    """A Llama-style decoder (RMSNorm, rotary embedding under no_grad, SwiGLU), attention dropout on."""
+    import transformers
+    transformers.logging.set_verbosity_error()
+    config = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, num_key_value_heads=2,
+                                      intermediate_size=128, vocab_size=256, max_position_embeddings=64,
+                                      attention_dropout=0.1)
+    return CausalLM(transformers.LlamaForCausalLM(config)), [torch.randint(0, 256, (4, 64))], \
+        torch.randint(0, 256, (4, 64))
+
+
+class Seq2Seq(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer = torch.nn.Transformer(d_model=64, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
+                                                dim_feedforward=128, batch_first=True)  # dropout 0.1
+
+    def forward(self, source, target):
+        return self.transformer(source, target)
+
+
+def transformer():
+    return Seq2Seq(), [torch.randn(4, 32, 64), torch.randn(4, 32, 64)], torch.randint(0, 64, (4, 32))
+
+
+MODELS = {"resnet18": resnet18, "gpt2": gpt2, "bert": bert, "llama": llama, "transformer": transformer}
 
 
 def run_acprof(acprof, args, cwd, allowed=(0,)):
@@ -85,9 +127,10 @@ def main():
 
     torch.manual_seed(0)
     model, inputs, target = MODELS[args.model]()
+    loss = "cross_entropy" if target is not None else "mean"
     profiled, checkpointed, original = copy.deepcopy(model), copy.deepcopy(model), copy.deepcopy(model)
     profile_path = os.path.join(args.work, "profile.json")
-    profile = eager.record_profile(profiled, inputs, loss="cross_entropy", target=target, path=profile_path)
+    profile = eager.record_profile(profiled, inputs, loss=loss, target=target, path=profile_path)
     baseline = profile["summary"]["peak_bytes"]
     budget = budget_bytes(args.acprof, args.work, args.budget, baseline)
     run_acprof(args.acprof, ["plan", "profile.json", "--budget", str(budget), "-o", "plan.json"], args.work)
@@ -95,8 +138,8 @@ def main():
         plan = json.load(handle)
 
     cut = eager.apply_plan(checkpointed, plan, profile=profile_path, example_inputs=inputs)
-    after = eager.measure_step(cut, inputs, "cross_entropy", target)
-    before = eager.measure_step(original, inputs, "cross_entropy", target)
+    after = eager.measure_step(cut, inputs, loss, target)
+    before = eager.measure_step(original, inputs, loss, target)
 
     failures = []
 

@@ -47,7 +47,7 @@ class _Segment:
         shared_slot: Dict[int, int] = {}
         for node in self.nodes:
             for use, v in enumerate(node.reads):
-                if v in made_inside:
+                if v in made_inside or graph.values[v].entry == "constant":
                     continue
                 if v not in boundary:
                     raise PlanMismatch(f"plan segment [{first}, {last}]: node {node.index} reads {graph.values[v].name}, "
@@ -74,9 +74,13 @@ class _Segment:
             def run(env):
                 def value(fx_node, use):
                     slot = self.slot_of_use.get((node.index, use))
-                    return inputs[slot] if slot is not None else env[graph.value_of_fx[fx_node]]
+                    if slot is not None:
+                        return inputs[slot]
+                    constant = graph.values[graph.value_of_fx[fx_node]].attribute
+                    return graph.attribute(constant) if constant is not None else env[graph.value_of_fx[fx_node]]
                 return {node.value: graph.run_node(node, value)}
-            return Instruction([v for use, v in enumerate(node.reads) if (node.index, use) not in self.slot_of_use], run)
+            return Instruction([v for use, v in enumerate(node.reads)
+                                if (node.index, use) not in self.slot_of_use and graph.values[v].attribute is None], run)
 
         env: Dict[int, Any] = {}
         run_program([instruction(n) for n in self.nodes], env, keep=self.outputs)

@@ -47,6 +47,7 @@ class GraphValue:
     is_tensor: bool
     requires_grad: bool = False
     bytes: int = 0
+    attribute: Optional[str] = None   # a get_attr's target: a module attribute that is not a tensor
 
     @property
     def can_leave(self) -> bool:
@@ -54,7 +55,11 @@ class GraphValue:
 
     @property
     def entry(self) -> str:
-        return "input" if self.is_tensor else "blocked"
+        """How it reaches a segment that reads it (profile_format.h ValueEntry): a tensor as a
+        checkpoint input, a module attribute (a higher-order op's subgraph) as a constant."""
+        if self.is_tensor:
+            return "input"
+        return "constant" if self.attribute is not None else "blocked"
 
 
 def _tensor_bytes(t: torch.Tensor) -> int:
@@ -77,6 +82,22 @@ def _running_statistics_written(schema, given_args) -> List[str]:
     if given_args[names.index(training_flag)] is False:
         return []
     return [name for name in ("running_mean", "running_var") if name in names]
+
+
+def _first_writer(graph: "EagerGraph", fx_node: torch.fx.Node) -> str:
+    """The first op of a higher-order op's subgraphs whose schema writes an argument, or ""."""
+    for argument in _argument_nodes(fx_node):
+        if argument.op != "get_attr":
+            continue
+        submodule = graph.attribute(argument.target)
+        if not isinstance(submodule, torch.fx.GraphModule):
+            continue
+        for inner in submodule.graph.nodes:
+            schema = _schema(inner)
+            if schema is not None and any(a.alias_info is not None and a.alias_info.is_write
+                                          for a in schema.arguments):
+                return schema.name
+    return ""
 
 
 def _argument_nodes(fx_node: torch.fx.Node) -> List[torch.fx.Node]:
@@ -163,6 +184,14 @@ class EagerGraph:
             node.kind, node.role, node.reads = "get_attr", "duplicable", [0]
             node.scope = fx_node.target
             example = self.attribute(fx_node.target)
+        elif fx_node.op == "call_function" and isinstance(fx_node.target, torch._ops.HigherOrderOperator):
+            # export wraps regions under no_grad or autocast in a higher-order op over a subgraph
+            # (Llama's rotary embedding); it is recomputed like any op if its subgraph writes nothing.
+            node.kind = fx_node.target.name()
+            example = fx_node.meta.get("val")
+            writer = _first_writer(self, fx_node)
+            if writer:
+                node.role, node.barrier_reason = "barrier", f"its subgraph writes in place ({writer})"
         elif fx_node.op == "call_function" and isinstance(fx_node.target, torch._ops.OpOverload):
             node.kind = fx_node.target.name().replace(".default", "")
             example = fx_node.meta.get("val")
@@ -174,6 +203,8 @@ class EagerGraph:
             node.barrier_reason = f"{fx_node.op} {fx_node.target} is not an aten op"
             example = fx_node.meta.get("val")
         node.value = self._add_value(fx_node, index, example)
+        if fx_node.op == "get_attr" and not isinstance(example, torch.Tensor):
+            self.values[node.value].attribute = fx_node.target
         self.nodes.append(node)
 
     def _fill_writes(self) -> None:

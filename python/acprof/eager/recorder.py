@@ -94,8 +94,9 @@ def _statics(module: torch.nn.Module, graph: Optional[EagerGraph], inputs: Seque
         add(t, "weight", name)
     if graph is not None:
         for node in graph.nodes:
-            if node.kind == "get_attr":
-                add(graph.attribute(node.fx_node.target), "weight", node.fx_node.target)
+            attribute = graph.attribute(node.fx_node.target) if node.kind == "get_attr" else None
+            if isinstance(attribute, torch.Tensor):
+                add(attribute, "weight", node.fx_node.target)
     for i, t in enumerate(inputs):
         add(t, "input", f"input {i}")
     if target is not None:
