@@ -9,7 +9,9 @@ Exits 1 unless all of these hold (each is printed with its numbers):
     original module's bit for bit, dropout on in train mode;
   - the checkpointed step's measured peak, measured as the profile was (torch.profiler's
     allocator events on top of the storages alive at the start), equals the plan's predicted
-    peak to the byte, and is within the budget.
+    peak to the byte, and is within the budget;
+  - three steps of a plain AdamW loop on the checkpointed module give the original's losses and
+    parameters bit for bit.
 The budget: --budget floor plans at the smallest peak the planner reaches (read from
 `acprof plan --outcome`), --budget halfway halfway between that floor and the profiled peak.
 """
@@ -114,6 +116,20 @@ def budget_bytes(acprof, work, how, baseline_bytes):
     return floor if how == "floor" else (floor + baseline_bytes) // 2
 
 
+def train_three_steps(module, inputs, loss, target):
+    """A plain AdamW loop; returns its losses and the parameters after it."""
+    optimizer = torch.optim.AdamW(module.parameters(), lr=1e-3)
+    losses = []
+    for step in range(3):
+        optimizer.zero_grad(set_to_none=True)
+        torch.manual_seed(step)
+        value = eager.compute_loss(module(*inputs), loss, target)
+        value.backward()
+        optimizer.step()
+        losses.append(value.detach())
+    return losses, {name: p.detach().clone() for name, p in module.named_parameters()}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--acprof", required=True)
@@ -173,6 +189,12 @@ def main():
     check(measured == predicted, f"{args.model}: measured peak {measured} B == predicted {predicted} B "
                                  f"(difference {measured - predicted} B)")
     check(measured <= budget, f"{args.model}: measured peak {measured} B within the budget {budget} B")
+    losses_before, trained_before = train_three_steps(original, inputs, loss, target)
+    losses_after, trained_after = train_three_steps(cut, inputs, loss, target)
+    check(all(torch.equal(a, b) for a, b in zip(losses_before, losses_after)) and
+          all(torch.equal(trained_before[n], trained_after["module." + n]) for n in trained_before),
+          f"{args.model}: three AdamW steps: losses {[round(x.item(), 6) for x in losses_after]} and every "
+          "parameter after them equal the original's bit for bit")
     return 1 if failures else 0
 
 
