@@ -7,6 +7,8 @@ Exits 1 unless all of these hold (each is printed with its numbers):
     holding --expect-in-segment's op where given (aten::batch_norm, aten::dropout);
   - loss, every parameter's gradient and every buffer (batch-norm running statistics) equal the
     original module's bit for bit, dropout on in train mode;
+  - the profiled peak equals the peak of the original module's own eager step (so the plan is
+    about the step the user runs, not only about the captured graph);
   - the checkpointed step's measured peak, measured as the profile was (torch.profiler's
     allocator events on top of the storages alive at the start), equals the plan's predicted
     peak to the byte, and is within the budget;
@@ -188,6 +190,9 @@ def main():
     predicted, measured = plan["predicted_peak_bytes"], after["peak_bytes"]
     check(measured == predicted, f"{args.model}: measured peak {measured} B == predicted {predicted} B "
                                  f"(difference {measured - predicted} B)")
+    check(before["peak_bytes"] == baseline,
+          f"{args.model}: the original module's own eager step peaks at {before['peak_bytes']} B, the profiled "
+          f"peak {baseline} B (the captured graph runs the module's step, memory included)")
     check(measured <= budget, f"{args.model}: measured peak {measured} B within the budget {budget} B")
     losses_before, trained_before = train_three_steps(original, inputs, loss, target)
     losses_after, trained_after = train_three_steps(cut, inputs, loss, target)
