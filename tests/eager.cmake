@@ -7,11 +7,15 @@
 # time), so a test that names an op (a segment must checkpoint it) plans at the floor, where
 # every plan the solver finds checkpoints most of the graph.
 
-# acprof_add_eager_test(<name> <model> <budget: floor|halfway> [op a segment must hold])
+# acprof_add_eager_test(<name> <model> <budget: floor|halfway> [op a segment must hold] [AUTOCAST dtype])
 function(acprof_add_eager_test name model budget)
+  cmake_parse_arguments(ARG "" "AUTOCAST" "" ${ARGN})
   set(expect "")
-  if(ARGN)
-    set(expect --expect-in-segment ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    set(expect --expect-in-segment ${ARG_UNPARSED_ARGUMENTS})
+  endif()
+  if(ARG_AUTOCAST)
+    list(APPEND expect --autocast ${ARG_AUTOCAST})
   endif()
   add_test(NAME ${name}
            COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/eager_end_to_end_check.py
@@ -29,6 +33,10 @@ acprof_add_eager_test(eager_resnet18_batch_norm_checkpointed_bit_for_bit_at_pred
 # recompute; halfway between the floor and the profiled peak, a plan of a few segments.
 acprof_add_eager_test(eager_gpt2_floor_plan_dropout_bit_for_bit_at_predicted_peak gpt2 floor aten::dropout)
 acprof_add_eager_test(eager_gpt2_halfway_plan_bit_for_bit_at_predicted_peak gpt2 halfway)
+# Under CPU autocast to bfloat16: the recompute replays the autocast state forward ran under, so
+# its matrix products cast as forward's did.
+acprof_add_eager_test(eager_gpt2_bfloat16_autocast_floor_plan_bit_for_bit_at_predicted_peak gpt2 floor aten::addmm
+                      AUTOCAST bfloat16)
 # Hugging Face BERT (masked LM) and a Llama-style decoder (its rotary embedding runs under
 # no_grad, which export wraps in a higher-order op), and torch's own nn.Transformer.
 acprof_add_eager_test(eager_bert_floor_plan_dropout_bit_for_bit_at_predicted_peak bert floor aten::dropout)

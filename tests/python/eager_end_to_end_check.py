@@ -28,6 +28,7 @@ import sys
 import torch
 
 from acprof import eager
+from acprof.eager.recorder import autocast_context
 
 
 def resnet18():
@@ -118,14 +119,16 @@ def budget_bytes(acprof, work, how, baseline_bytes):
     return floor if how == "floor" else (floor + baseline_bytes) // 2
 
 
-def train_three_steps(module, inputs, loss, target):
-    """A plain AdamW loop; returns its losses and the parameters after it."""
+def train_three_steps(module, inputs, loss, target, autocast):
+    """A plain AdamW loop (forward under autocast where given); returns its losses and the
+    parameters after it."""
     optimizer = torch.optim.AdamW(module.parameters(), lr=1e-3)
     losses = []
     for step in range(3):
         optimizer.zero_grad(set_to_none=True)
         torch.manual_seed(step)
-        value = eager.compute_loss(module(*inputs), loss, target)
+        with autocast_context(autocast):
+            value = eager.compute_loss(module(*inputs), loss, target)
         value.backward()
         optimizer.step()
         losses.append(value.detach())
@@ -138,6 +141,7 @@ def main():
     parser.add_argument("--model", choices=sorted(MODELS), required=True)
     parser.add_argument("--budget", choices=["floor", "halfway"], default="halfway")
     parser.add_argument("--work", required=True)
+    parser.add_argument("--autocast", default="", help="a dtype forward runs under (bfloat16), none by default")
     parser.add_argument("--expect-in-segment", default="",
                         help="an op (profile node kind) the plan must checkpoint: what the test is about")
     args = parser.parse_args()
@@ -148,7 +152,8 @@ def main():
     loss = "cross_entropy" if target is not None else "mean"
     profiled, checkpointed, original = copy.deepcopy(model), copy.deepcopy(model), copy.deepcopy(model)
     profile_path = os.path.join(args.work, "profile.json")
-    profile = eager.record_profile(profiled, inputs, loss=loss, target=target, path=profile_path)
+    profile = eager.record_profile(profiled, inputs, loss=loss, target=target, path=profile_path,
+                                   autocast=args.autocast)
     baseline = profile["summary"]["peak_bytes"]
     budget = budget_bytes(args.acprof, args.work, args.budget, baseline)
     run_acprof(args.acprof, ["plan", "profile.json", "--budget", str(budget), "-o", "plan.json"], args.work)
@@ -156,8 +161,8 @@ def main():
         plan = json.load(handle)
 
     cut = eager.apply_plan(checkpointed, plan, profile=profile_path, example_inputs=inputs)
-    after = eager.measure_step(cut, inputs, loss, target)
-    before = eager.measure_step(original, inputs, loss, target)
+    after = eager.measure_step(cut, inputs, loss, target, autocast=args.autocast)
+    before = eager.measure_step(original, inputs, loss, target, autocast=args.autocast)
 
     failures = []
 
@@ -194,8 +199,8 @@ def main():
           f"{args.model}: the original module's own eager step peaks at {before['peak_bytes']} B, the profiled "
           f"peak {baseline} B (the captured graph runs the module's step, memory included)")
     check(measured <= budget, f"{args.model}: measured peak {measured} B within the budget {budget} B")
-    losses_before, trained_before = train_three_steps(original, inputs, loss, target)
-    losses_after, trained_after = train_three_steps(cut, inputs, loss, target)
+    losses_before, trained_before = train_three_steps(original, inputs, loss, target, args.autocast)
+    losses_after, trained_after = train_three_steps(cut, inputs, loss, target, args.autocast)
     check(all(torch.equal(a, b) for a, b in zip(losses_before, losses_after)) and
           all(torch.equal(trained_before[n], trained_after["module." + n]) for n in trained_before),
           f"{args.model}: three AdamW steps: losses {[round(x.item(), 6) for x in losses_after]} and every "

@@ -34,17 +34,37 @@ def _autocast_state() -> tuple:
 
 
 class _AutocastReplay:
+    """Forward's autocast state for the recompute. Casts of the recompute's leaf inputs that
+    autocast caches (a weight's lower-precision copy) stay cached until close(), after the
+    checkpoint's backward has differentiated: the simulator holds what the recompute makes
+    and nothing releases until the checkpoint's backward returns (memory_rules.h, HeldCopy)."""
+
+    DEVICES = ("cpu", "cuda")
+
     def __init__(self, state: tuple):
-        self.contexts = [torch.autocast(device, dtype=dtype, enabled=True)
-                         for device, enabled, dtype in state[:-1] if enabled]
+        self.state = state
+        self.previous = None
 
     def __enter__(self):
-        for context in self.contexts:
-            context.__enter__()
+        self.previous = tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in self.DEVICES) + \
+            (torch.is_autocast_cache_enabled(),)
+        self._set(self.state)
+        torch.autocast_increment_nesting()
+        return self
 
     def __exit__(self, *exc):
-        for context in reversed(self.contexts):
-            context.__exit__(*exc)
+        self._set(self.previous)
+
+    def close(self):
+        if torch.autocast_decrement_nesting() == 0:
+            torch.clear_autocast_cache()
+
+    @staticmethod
+    def _set(state: tuple) -> None:
+        for device, enabled, dtype in state[:-1]:
+            torch.set_autocast_enabled(device, enabled)
+            torch.set_autocast_dtype(device, dtype)
+        torch.set_autocast_cache_enabled(state[-1])
 
 
 def _private_outputs_unviewed(outputs: List[Any], inputs: Sequence[torch.Tensor]) -> List[Any]:
@@ -70,6 +90,17 @@ def _private_outputs_unviewed(outputs: List[Any], inputs: Sequence[torch.Tensor]
     return result
 
 
+def _leaves_as_leaves(inputs: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+    """Detached inputs, one per tensor object, those that are leaves needing grad as such leaves."""
+    first = {}
+    detached = []
+    for x in inputs:
+        if id(x) not in first:
+            first[id(x)] = x.detach().requires_grad_(x.is_leaf and x.requires_grad)
+        detached.append(first[id(x)])
+    return detached
+
+
 class CheckpointFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, segment: SegmentRun, caller_grad_enabled: bool, *inputs: torch.Tensor):
@@ -80,10 +111,20 @@ class CheckpointFunction(torch.autograd.Function):
         ctx.autocast = _autocast_state()
         cache = torch.is_autocast_cache_enabled()
         torch.set_autocast_cache_enabled(False)
+        autocasting = any(enabled for _, enabled, _ in ctx.autocast[:-1])
         try:
-            with torch.set_grad_enabled(caller_grad_enabled):
-                outputs = segment.run([x.detach() for x in inputs])
-                outputs = _private_outputs_unviewed(outputs, inputs)
+            if autocasting:
+                # Autocast caches the casts of leaves that need grad (a weight's lower-precision
+                # copy) until its region ends, as it did for the original forward; so that the
+                # copies live as long here, such inputs enter as leaves of their own (one per
+                # tensor), under no_grad so that nothing records history.
+                torch.set_autocast_cache_enabled(cache)
+                with torch.no_grad():
+                    outputs = segment.run(_leaves_as_leaves(inputs))
+            else:
+                with torch.set_grad_enabled(caller_grad_enabled):
+                    outputs = segment.run([x.detach() for x in inputs])
+            outputs = _private_outputs_unviewed(outputs, inputs)
         finally:
             torch.set_autocast_cache_enabled(cache)
         ctx.save_for_backward(*saved)
@@ -109,8 +150,9 @@ class CheckpointFunction(torch.autograd.Function):
         del saved
         current_state = torch.get_rng_state()
         torch.set_rng_state(replayed_state)
+        autocast = _AutocastReplay(ctx.autocast)
         try:
-            with torch.enable_grad(), _AutocastReplay(ctx.autocast):
+            with torch.enable_grad(), autocast:
                 outputs = segment.run(inputs)
         finally:
             torch.set_rng_state(current_state)
@@ -123,11 +165,14 @@ class CheckpointFunction(torch.autograd.Function):
         del outputs, grad_outputs
         wanted = [i for i, x in enumerate(inputs) if x.requires_grad]
         input_grads: List[Any] = [None] * (2 + count)
-        if differentiated and wanted:
-            grads = torch.autograd.grad(differentiated, [inputs[i] for i in wanted], output_grads,
-                                        allow_unused=True)
-            for i, grad in zip(wanted, grads):
-                input_grads[2 + i] = grad
+        try:
+            if differentiated and wanted:
+                grads = torch.autograd.grad(differentiated, [inputs[i] for i in wanted], output_grads,
+                                            allow_unused=True)
+                for i, grad in zip(wanted, grads):
+                    input_grads[2 + i] = grad
+        finally:
+            autocast.close()
         return tuple(input_grads)
 
 

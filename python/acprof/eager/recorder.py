@@ -8,6 +8,7 @@ when autograd lets it go, so the profile says which node's step saved a storage 
 released it.
 """
 
+import contextlib
 import gc
 import json
 import os
@@ -139,6 +140,13 @@ def graph_forward(graph: EagerGraph, inputs: Sequence[torch.Tensor],
     return graph.unflatten_output(flat)
 
 
+def autocast_context(autocast: str, device: str = "cpu"):
+    """torch.autocast for a dtype name ("bfloat16"), or no context for ""."""
+    if not autocast:
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=getattr(torch, autocast))
+
+
 def _clear_gradients(module: torch.nn.Module) -> None:
     for p in module.parameters():
         p.grad = None
@@ -161,14 +169,18 @@ def _step_ends(module, output, loss) -> tuple:
 
 def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: str = "mean",
                    target: Optional[torch.Tensor] = None, path: Optional[str] = None, seed: int = 0,
-                   graph: Optional[EagerGraph] = None, command: str = "") -> dict:
+                   graph: Optional[EagerGraph] = None, command: str = "", autocast: str = "") -> dict:
     """Records one training step of `module` on `inputs` (warm-up first) and returns profile.json's
-    content; writes it to `path` (whole or not at all) when given."""
+    content; writes it to `path` (whole or not at all) when given. `autocast` names the dtype
+    forward and loss run under ("bfloat16"), "" for none."""
     module.train()
     graph = graph or EagerGraph(module, inputs)
     inputs = list(inputs)
     torch.manual_seed(seed)
-    compute_loss(graph_forward(graph, inputs), loss, target).backward()  # warm-up
+    with autocast_context(autocast):
+        warm_loss = compute_loss(graph_forward(graph, inputs), loss, target)
+    warm_loss.backward()  # warm-up
+    del warm_loss
     _clear_gradients(module)
     gc.collect()
     statics = _statics(module, graph, inputs, target)
@@ -178,7 +190,7 @@ def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss
 
     def step():
         torch.manual_seed(seed)
-        with marks.hooks():
+        with marks.hooks(), autocast_context(autocast):
             output = graph_forward(graph, inputs, observed)
             with record_function(event_stream.LOSS_MARKER):
                 step_loss = compute_loss(output, loss, target)
@@ -192,10 +204,10 @@ def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss
     measured = MeasuredStep(record, observed, statics, ends["gradient_ptrs"], ends["output_ptrs"],
                             [_storage(x)[0] for x in inputs], [x.numel() * x.element_size() for x in inputs])
     _clear_gradients(module)
-    return _write(graph, measured, marks.storage_ptr, inputs, loss, target, seed, command, path)
+    return _write(graph, measured, marks.storage_ptr, inputs, loss, target, seed, command, path, autocast)
 
 
-def _write(graph, measured, save_ptrs, inputs, loss, target, seed, command, path) -> dict:
+def _write(graph, measured, save_ptrs, inputs, loss, target, seed, command, path, autocast) -> dict:
     for seen in (s for values in measured.observed.values() for s in values if s.list_index < 0):
         graph.values[graph.nodes[seen.node].value].requires_grad = seen.requires_grad
     nodes = [{"id": n.index, "kind": n.kind, "scope": n.scope,
@@ -211,7 +223,7 @@ def _write(graph, measured, save_ptrs, inputs, loss, target, seed, command, path
             "model_sha256": "", "torch_version": torch.__version__.split("+")[0], "device": "cpu",
             "executor_optimize": False, "time_source": "cpu_wall", "command": command,
             "input_specs": [tensor_spec(x) for x in inputs],
-            "target_spec": tensor_spec(target) if target is not None else "", "loss": loss, "autocast": "",
+            "target_spec": tensor_spec(target) if target is not None else "", "loss": loss, "autocast": autocast,
             "optimizer": "none", "warmup_iters": 1, "measured_iters": 1, "allocator_bytes_at_start": 0,
             "other_executor_mode_peak_bytes": -1,
             "checkpoint_rng_state_bytes": torch.get_rng_state().numel(),
@@ -237,13 +249,16 @@ def write_json_atomically(content: dict, path: str) -> None:
 
 
 def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: str = "mean",
-                 target: Optional[torch.Tensor] = None, seed: int = 0) -> dict:
+                 target: Optional[torch.Tensor] = None, seed: int = 0, autocast: str = "") -> dict:
     """One training step of any module, measured as record_profile measures (warm-up, statics,
     the allocator's events): its peak bytes, loss, gradients and buffers afterwards."""
     module.train()
     inputs = list(inputs)
     torch.manual_seed(seed)
-    compute_loss(module(*inputs), loss, target).backward()  # warm-up
+    with autocast_context(autocast):
+        warm_loss = compute_loss(module(*inputs), loss, target)
+    warm_loss.backward()  # warm-up
+    del warm_loss
     _clear_gradients(module)
     gc.collect()
     statics = _statics(module, getattr(module, "graph", None), inputs, target)
@@ -251,8 +266,9 @@ def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: 
 
     def step():
         torch.manual_seed(seed)
-        output = module(*inputs)
-        step_loss = compute_loss(output, loss, target)
+        with autocast_context(autocast):
+            output = module(*inputs)
+            step_loss = compute_loss(output, loss, target)
         step_loss.backward()
         ends["loss"] = step_loss.detach()
         return output, step_loss
