@@ -8,8 +8,8 @@ the allocator's counters per step, and which backward steps belong to which forw
 """
 
 import bisect
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set
+from dataclasses import dataclass
+from typing import Dict, List, Sequence, Set
 
 from .event_stream import IterationRecord
 

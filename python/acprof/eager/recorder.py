@@ -63,7 +63,7 @@ class _SavedTensorMarks:
         def __init__(self, marks, tensor):
             marks.count += 1
             self.save_id, self.tensor = marks.count, tensor
-            marks.storage_ptr[self.save_id] = _storage(tensor)[0] if tensor.device.type != "meta" else -1
+            marks.storage_ptr[self.save_id] = _storage(tensor)[0]
             with record_function(f"{event_stream.SAVE_MARKER}{self.save_id}"):
                 pass
 
