@@ -95,7 +95,8 @@ class _Segment:
 
 class CheckpointedModule(torch.nn.Module):
     """The module with the plan's segments checkpointed; it shares the module's parameters and
-    buffers, so training it trains the module."""
+    buffers, so training it trains the module. In eval mode it runs the module itself: the graph is
+    the training step's, and without a backward there is nothing to recompute."""
 
     def __init__(self, module: torch.nn.Module, graph: EagerGraph, plan: dict):
         super().__init__()
@@ -121,6 +122,8 @@ class CheckpointedModule(torch.nn.Module):
         return instructions
 
     def forward(self, *inputs: torch.Tensor):
+        if not self.training:
+            return self.module(*inputs)
         graph = self.graph
         env: Dict[int, Any] = {graph.value_of_fx[p]: x for p, x in zip(graph.placeholders, inputs)}
         run_program(self._instructions(), env, keep=graph.graph_outputs)

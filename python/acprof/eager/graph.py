@@ -130,7 +130,12 @@ class EagerGraph:
 
     def __init__(self, module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
         self.module = module
-        exported = torch.export.export(module, tuple(example_inputs), strict=False)
+        training = module.training
+        module.train()  # the graph of a training step: dropout on, batch norm on batch statistics
+        try:
+            exported = torch.export.export(module, tuple(example_inputs), strict=False)
+        finally:
+            module.train(training)
         self.graph_module = exported.module()
         self._drop_guards()
         self._module_tensors = dict(module.named_parameters(remove_duplicate=False))

@@ -172,7 +172,30 @@ def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss
                    graph: Optional[EagerGraph] = None, command: str = "", autocast: str = "") -> dict:
     """Records one training step of `module` on `inputs` (warm-up first) and returns profile.json's
     content; writes it to `path` (whole or not at all) when given. `autocast` names the dtype
-    forward and loss run under ("bfloat16"), "" for none."""
+    forward and loss run under ("bfloat16"), "" for none. The module is left as it was: its
+    buffers (running statistics the two steps update), mode and gradients, and the generator."""
+    with _module_state_kept(module):
+        return _record_profile(module, inputs, loss, target, path, seed, graph, command, autocast)
+
+
+@contextlib.contextmanager
+def _module_state_kept(module: torch.nn.Module):
+    buffers = [(b, b.detach().clone()) for b in module.buffers()]
+    gradients = [(p, p.grad) for p in module.parameters()]
+    training, generator = module.training, torch.get_rng_state()
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for buffer, kept in buffers:
+                buffer.copy_(kept)
+        for parameter, gradient in gradients:
+            parameter.grad = gradient
+        module.train(training)
+        torch.set_rng_state(generator)
+
+
+def _record_profile(module, inputs, loss, target, path, seed, graph, command, autocast) -> dict:
     module.train()
     graph = graph or EagerGraph(module, inputs)
     inputs = list(inputs)
