@@ -43,3 +43,10 @@ acprof_add_eager_test(eager_bert_floor_plan_dropout_bit_for_bit_at_predicted_pea
 acprof_add_eager_test(eager_llama_floor_plan_attention_dropout_bit_for_bit_at_predicted_peak llama floor
                       aten::scaled_dot_product_attention)
 acprof_add_eager_test(eager_transformer_floor_plan_dropout_bit_for_bit_at_predicted_peak transformer floor aten::dropout)
+
+# A plan made for another module is refused (acprof.eager.PlanMismatch), naming the fix.
+add_test(NAME eager_plan_for_another_module_is_refused
+         COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/eager_plan_mismatch_check.py
+                 --acprof $<TARGET_FILE:acprof> --work ${CMAKE_BINARY_DIR}/eager-test/plan-mismatch)
+set_tests_properties(eager_plan_for_another_module_is_refused PROPERTIES TIMEOUT 120
+                     ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
