@@ -50,3 +50,12 @@ add_test(NAME eager_plan_for_another_module_is_refused
                  --acprof $<TARGET_FILE:acprof> --work ${CMAKE_BINARY_DIR}/eager-test/plan-mismatch)
 set_tests_properties(eager_plan_for_another_module_is_refused PROPERTIES TIMEOUT 120
                      ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
+
+# The eager and TorchScript front ends record models/cnn.py's step with the same peak, byte for
+# byte, category by category.
+add_test(NAME eager_profile_peak_equals_torchscript_profile_peak
+         COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/eager_matches_torchscript_check.py
+                 --acprof $<TARGET_FILE:acprof> --model ${ACPROF_TEST_MODELS_DIR}/cnn_traced.pt
+                 --models-dir ${CMAKE_SOURCE_DIR}/models --work ${CMAKE_BINARY_DIR}/eager-test/matches-torchscript)
+set_tests_properties(eager_profile_peak_equals_torchscript_profile_peak PROPERTIES TIMEOUT 120
+                     FIXTURES_REQUIRED test_models ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
