@@ -1,5 +1,6 @@
 #include "ops/checkpoint_op.h"
 
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <torch/csrc/autograd/autograd.h>
@@ -142,17 +143,27 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     ctx->saved_data[kFirstOccurrenceKey] = first;
     variable_list outputs;
     {
-      // Nothing inside is kept: the inputs are detached, so no op records
+      // Nothing inside is kept: the ops run below autograd, so none records
       // history. Grad mode stays the caller's (Function::apply turned it off),
       // so code that asks torch.is_grad_enabled() takes the branch it took in
-      // the original model, as the recompute will.
+      // the original model, as the recompute will. The inputs keep their
+      // requires_grad, because kernels choose their arithmetic by it:
+      // matmul folds a transposed [L, N, E] input into one mm when the weight
+      // requires grad, and runs a bmm otherwise, which rounds differently
+      // (nn.MultiheadAttention's input projection; the loss moved by 1e-9).
       std::vector<at::Tensor> detached;
       detached.reserve(inputs.size());
       for (size_t i = 0; i < inputs.size(); ++i) {
-        const at::Tensor one = first[i] == static_cast<int64_t>(i) ? inputs[i].detach() : detached[first[i]];
-        detached.push_back(one);
+        if (first[i] != static_cast<int64_t>(i)) {
+          detached.push_back(detached[first[i]]);
+          continue;
+        }
+        at::Tensor one = inputs[i].detach();
+        if (inputs[i].requires_grad()) one.requires_grad_(true);
+        detached.push_back(std::move(one));
       }
       const at::AutoGradMode caller_mode(caller_grad_enabled);
+      const at::AutoDispatchBelowAutograd no_history;
       const NoAutocastCacheScope uncached;
       outputs = segment->run(std::move(detached));
       unviewPrivateOutputs(outputs, inputs);
