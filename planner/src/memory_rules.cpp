@@ -237,29 +237,51 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
 // Fills more of timing.held_use_gradients (memory_rules.h): a segment output
 // that nodes after the segment read and that is also read inside it gets two
 // gradients. The one from outside comes first and waits in the output's
-// buffer; in the original the inside use's backward added its own to it and
-// the sum went on in that one buffer. The checkpoint's backward hands the
-// outside gradient to its recompute as a gradient it received, so the engine
-// cannot add to it in place: the sum is a new tensor, and the received
-// gradient stays until the checkpoint returns (measured on a decoder whose
-// segment ends with the residual add and the layer norm reading it: one
-// residual-sized tensor more from that layer norm's backward to the return).
+// buffer; where the original's inside use added its own to that buffer in
+// place, the sum went on in the one buffer. The checkpoint's backward hands
+// the outside gradient to its recompute as a gradient it received, so the
+// engine cannot add to it in place: the sum is a new tensor, which lives as
+// long as the original's buffer did, while the received gradient stays until
+// the checkpoint returns. Where the original's buffer died inside the
+// segment's backward, tensorIntervals already holds it to the return, so the
+// second tensor is the sum, from the inside use to the buffer's free; where it
+// outlived the segment (a residual stream's gradient, passed on through the
+// adds), the second is the received gradient, from the inside use to the
+// return. Measured on a decoder whose segment ends with the residual add and
+// the layer norm reading it (one residual more from that layer norm's backward
+// to the return), and on a head whose segment's output h feeds a linear inside
+// and a sigmoid after (one h-sized sum from the linear's backward to relu's).
 void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& boundary, SegmentTiming& timing) {
   const Profile& p = index.profile;
+  const int segment_return = blockLeaf(timing.end_event);
   for (int v : boundary.outputs) {
     const GraphValue& value = p.values[v];
     if (!value.is_tensor || !value.requires_grad || value.bytes <= 0) continue;
     const int* readers_begin = index.readers_of_value.begin(v);
     const int* readers_end = index.readers_of_value.end(v);
     if (!sumWaits(index, timing, readers_begin, readers_end)) continue;
-    int first_inside_use_step = -1;  // the last backward step of the inside use backwarded first
+    int inside_step = -1, inside_node = -1;  // the inside use backwarded first, and its last backward step
     for (const int* n = std::lower_bound(readers_begin, readers_end, timing.range.first_node);
          n != readers_end && *n <= timing.range.last_node; ++n)
-      if (index.first_backward_step[*n] >= 0 &&
-          (first_inside_use_step < 0 || index.last_backward_step[*n] < first_inside_use_step))
-        first_inside_use_step = index.last_backward_step[*n];
-    if (first_inside_use_step < 0) continue;
-    holdGradientToReturn(index, timing, value.bytes, first_inside_use_step, timing.held_use_gradients);
+      if (index.first_backward_step[*n] >= 0 && (inside_step < 0 || index.last_backward_step[*n] < inside_step)) {
+        inside_step = index.last_backward_step[*n];
+        inside_node = *n;
+      }
+    if (inside_step < 0 || !summedInPlace(index, inside_node, value.bytes)) continue;
+    // The buffer, if a node of the segment freed it after the inside use: the
+    // latest such gradient of the output's size that was waiting before the
+    // segment's backward began.
+    int end_leaf = segment_return;
+    for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
+      for (const int* t = index.gradients_received_by_node.begin(n); t != index.gradients_received_by_node.end(n);
+           ++t) {
+        const TensorRecord& r = p.tensors[*t];
+        if (r.bytes != value.bytes || r.alloc_step >= timing.first_backward_step || r.free_step <= inside_step) continue;
+        end_leaf = end_leaf == segment_return ? eventLeaf(r.free_event) : std::max(end_leaf, eventLeaf(r.free_event));
+      }
+    const LeafInterval interval{value.bytes, static_cast<int>(Category::Gradient),
+                                returnLeaf(index.stepEndEvent(inside_step)), std::min(end_leaf, segment_return)};
+    if (interval.begin_leaf < interval.end_leaf) timing.held_use_gradients.push_back(interval);
   }
 }
 

@@ -56,8 +56,10 @@
 // A segment output read both inside the segment and after it receives its
 // gradient from outside first; where the original added the inside use's
 // gradient to it in one buffer, the checkpoint's backward cannot (it holds the
-// gradient it received), so that gradient is held from the end of the inside
-// use's backward to End, beside the sum the recompute starts.
+// gradient it received until End), so from the end of the inside use's
+// backward there are two: the received one until End and the new sum until
+// the original's buffer died, one more than the original from then until the
+// earlier of the two.
 // At End the checkpoint returns (the return leaf): the engine has released what
 // the checkpoint saved and the gradients it received, and hands each returned
 // gradient, in input order, to the buffer of the tensor it belongs to (a
