@@ -364,6 +364,42 @@ def forward(self, x):
 // op on one chunk of a tensor would "write" the chunks of every other tensor
 // too, and no segment around it could be cut (a traced LSTMCell's sigmoid_ on
 // its gates). A chunk is memory of the tensor it was cut from, and only that.
+// Scripted nn.MultiheadAttention canonicalises a mask as zeros_like(mask)
+// filled in place inside a branch. AliasDb, which knows no order, puts that
+// tensor in the wildcard set once a list holds it, so the branch seemed to
+// write every tensor; a write to a tensor the branch made itself is no write
+// outside it. A branch that writes a tensor made before it still does.
+TEST(CutFacts, ABranchThatFillsATensorItMadeWritesNothingOutside) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.MaskBranch");
+  module.define(R"JIT(
+def forward(self, x, mask: Optional[Tensor]):
+    h = torch.matmul(x, self.w)
+    m: Optional[Tensor] = None
+    if mask is not None:
+        if not torch.is_floating_point(mask):
+            m = torch.zeros_like(mask, dtype=h.dtype).masked_fill_(mask, -1.0)
+        else:
+            m = mask
+    g = h
+    if m is not None:
+        g = h + m
+        if mask is not None:
+            h.add_(1.0)
+    parts = [g, h, x]
+    return torch.cat(parts, 0)
+)JIT");
+  const Described d = describe(module);
+  // The branches are split into pieces (forward_graph.cpp); of them, only the
+  // one holding the add_ writes, and it writes the matmul's output.
+  std::vector<std::vector<std::string>> writing_branches;
+  for (const ForwardNode& n : d.facts.nodes)
+    if (n.kind == "prim::If" && !n.writes.empty()) writing_branches.push_back(d.names(n.writes));
+  ASSERT_EQ(writing_branches.size(), 1u) << ::testing::PrintToString(writing_branches);
+  const std::vector<std::string>& written = writing_branches[0];
+  EXPECT_NE(std::find(written.begin(), written.end(), d.outputOf("aten::matmul")), written.end())
+      << ::testing::PrintToString(written);
+}
+
 TEST(CutFacts, AnInPlaceWriteToAChunkWritesOnlyTheTensorItWasCutFrom) {
   torch::jit::Module module = moduleWithWeight("acprof_test.Gates");
   module.define(R"JIT(

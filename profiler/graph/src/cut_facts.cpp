@@ -484,10 +484,79 @@ class FactsBuilder {
     for (size_t id = 0; id < nodes_.size(); ++id) {
       Node* node = analysis_nodes_[id];
       if (node->kind() == prim::Constant || !alias_db_->writesToAlias(node, mutable_values)) continue;
-      for (int v : mutable_ids)
-        if (alias_db_->writesToAlias(node, torch::jit::ValueSet{analysis_values_[v]}))
+      // A node with blocks writes what its inner nodes write, less the writes
+      // to tensors it made itself: scripted nn.MultiheadAttention's mask
+      // canonicalisation fills a zeros_like in place inside a branch, and
+      // because that tensor later joins AliasDb's wildcard set (which knows no
+      // order), the branch seemed to write some hundred values, so no segment
+      // could span it.
+      std::vector<Node*> writers;
+      if (node->blocks().empty()) {
+        writers.push_back(node);
+      } else {
+        collectOutsideWriters(node, mutable_values, writers);
+        if (writers.empty()) continue;
+      }
+      for (int v : mutable_ids) {
+        const torch::jit::ValueSet one{analysis_values_[v]};
+        if (std::any_of(writers.begin(), writers.end(), [&](Node* w) { return alias_db_->writesToAlias(w, one); }))
           facts_.nodes[id].writes.push_back(v);
+      }
     }
+  }
+
+  // The nodes inside `outer`'s blocks, at any depth, that may write to memory
+  // made before `outer` ran: every writer but those whose written arguments
+  // are all tensors made fresh inside `outer`.
+  void collectOutsideWriters(Node* outer, const torch::jit::ValueSet& mutable_values, std::vector<Node*>& writers) {
+    for (torch::jit::Block* block : outer->blocks())
+      for (Node* inner : block->nodes()) {
+        if (!inner->blocks().empty()) {
+          collectOutsideWriters(inner, mutable_values, writers);
+          continue;
+        }
+        if (!alias_db_->writesToAlias(inner, mutable_values)) continue;
+        if (!writesOnlyFreshInside(inner, outer)) writers.push_back(inner);
+      }
+  }
+
+  // Whether every argument `node`'s schema marks as written is a tensor made
+  // inside `outer` by an op that returns new memory (no alias annotation on
+  // its output), directly or through in-place ops on such a tensor.
+  static bool writesOnlyFreshInside(const Node* node, const Node* outer) {
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    if (!schema) return false;
+    bool writes_any = false;
+    for (size_t i = 0; i < schema->arguments().size() && i < node->inputs().size(); ++i) {
+      const c10::AliasInfo* alias = schema->arguments()[i].alias_info();
+      if (!alias || !alias->isWrite()) continue;
+      writes_any = true;
+      if (!freshInside(node->inputs()[i], outer)) return false;
+    }
+    return writes_any;
+  }
+
+  static bool nestedIn(const Node* node, const Node* outer) {
+    for (const torch::jit::Block* block = node->owningBlock(); block && block->owningNode(); block = block->owningNode()->owningBlock())
+      if (block->owningNode() == outer) return true;
+    return false;
+  }
+
+  static bool freshInside(const Value* value, const Node* outer) {
+    for (int depth = 0; depth < 64; ++depth) {
+      const Node* producer = value->node();
+      if (producer->kind() == prim::Param || !nestedIn(producer, outer)) return false;
+      const c10::FunctionSchema* schema = producer->maybeSchema();
+      if (!schema || schema->returns().size() != 1 || producer->outputs().size() != 1) return false;
+      const c10::AliasInfo* returned = schema->returns()[0].alias_info();
+      if (!returned) return isTensor(value);  // new memory
+      // An in-place op returns its written self: fresh if that self is.
+      if (!returned->isWrite() || schema->arguments().empty() || !schema->arguments()[0].alias_info() ||
+          !schema->arguments()[0].alias_info()->isWrite())
+        return false;
+      value = producer->inputs()[0];
+    }
+    return false;
   }
 
   const torch::jit::Module& module_;
