@@ -53,10 +53,10 @@ Profile chainWithBackwardWorkspace() {
 TEST(PeakComposition, AFloorOnABackwardWorkspaceIsExplainedByThatWorkspaceAndAddsUpToTheFloor) {
   const Profile p = chainWithBackwardWorkspace();
   const Simulator simulator(p);
-  try {
-    solveRecompute(simulator, "auto", 1000);
-    FAIL() << "a 1000 B budget was met";
-  } catch (const InfeasibleBudget& e) {
+  const SolverResult reached = solveRecompute(simulator, "auto", 1000);
+  ASSERT_FALSE(fitsBudget(reached, 1000)) << "a 1000 B budget was met";
+  {
+    const InfeasibleBudget e = infeasibleBudget(simulator, reached, 1000);
     const PeakComposition& floor = e.floor;
     EXPECT_EQ(floor.peak_bytes, e.smallest_peak_bytes);
     EXPECT_EQ(sharesTotal(floor), floor.peak_bytes);
@@ -94,13 +94,15 @@ TEST(PeakComposition, SharesAddUpToThePeakAndItsBreakdownUnderEveryDecisionTheSo
     const Simulator simulator(p);
     const int64_t peak = simulator.baseline().peak_bytes;
     for (const double fraction : {1.0, 0.8, 0.6, 0.4, 0.0}) {
-      RecomputeDecision decision;
-      try {
-        decision = solveRecompute(simulator, "refined", static_cast<int64_t>(peak * fraction)).decision;
-      } catch (const InfeasibleBudget& e) {
+      const int64_t budget = static_cast<int64_t>(peak * fraction);
+      const SolverResult r = solveRecompute(simulator, "refined", budget);
+      if (!fitsBudget(r, budget)) {
+        const InfeasibleBudget e = infeasibleBudget(simulator, r, budget);
         EXPECT_EQ(sharesTotal(e.floor), e.smallest_peak_bytes) << "seed " << seed;
+        EXPECT_EQ(e.smallest_peak_bytes, r.simulation.peak_bytes) << "seed " << seed;
         continue;
       }
+      const RecomputeDecision& decision = r.decision;
       const SimulationResult simulated = simulator.simulate(decision);
       const PeakComposition composition = peakComposition(simulator, decision);
       EXPECT_EQ(sharesTotal(composition), simulated.peak_bytes) << "seed " << seed << " at " << fraction;

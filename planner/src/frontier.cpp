@@ -61,11 +61,7 @@ constexpr double kSweepSearchSeconds = 2;
 
 // The lowest peak the solver reaches: what it names when no budget fits.
 int64_t floorOf(const Simulator& simulator, const std::string& solver) {
-  try {
-    return solveRecompute(simulator, solver, 0, kSweepSearchSeconds).simulation.peak_bytes;
-  } catch (const InfeasibleBudget& e) {
-    return e.smallest_peak_bytes;
-  }
+  return solveRecompute(simulator, solver, 0, kSweepSearchSeconds).simulation.peak_bytes;
 }
 
 FrontierPoint pointOf(const std::string& label, int64_t budget_bytes, const SolverResult& r) {
@@ -87,12 +83,8 @@ std::vector<FrontierPoint> memoryTimeFrontier(const Profile& profile, const std:
   for (int k = 1; k < budget_count; ++k) {
     const int64_t budget = baseline - (baseline - lowest) * k / (budget_count - 1);
     // At the floor too: asked for the floor as a budget, the solver spends the least time reaching it.
-    SolverResult r;
-    try {
-      r = solveRecompute(simulator, solver, budget, kSweepSearchSeconds);
-    } catch (const InfeasibleBudget&) {
-      continue;
-    }
+    const SolverResult r = solveRecompute(simulator, solver, budget, kSweepSearchSeconds);
+    if (!fitsBudget(r, budget)) continue;
     planned.push_back(pointOf(r.solver, budget, r));  // auto: the strategy that made this plan
   }
   std::sort(planned.begin(), planned.end(), [](const FrontierPoint& a, const FrontierPoint& b) {

@@ -77,14 +77,15 @@ SolverResult solveRecompute(const Simulator& simulator, const std::string& solve
   const SimulationResult& baseline = simulator.baseline();
   if (result.simulation.peak_bytes > baseline.peak_bytes)
     result = SolverResult{{}, baseline, result.search, result.solver};
-  if (result.simulation.peak_bytes > budget_bytes) {
-    PeakComposition composition = peakComposition(simulator, result.decision);
-    std::string message = infeasibleMessage(simulator, result.solver, budget_bytes, result.simulation, composition);
-    const std::string search = searchReportText(result.search, result.simulation.peak_bytes);
-    if (!search.empty()) message += " (" + search + ")";
-    throw InfeasibleBudget(message, result.simulation.peak_bytes, std::move(composition), result.search);
-  }
   return result;
+}
+
+InfeasibleBudget infeasibleBudget(const Simulator& simulator, const SolverResult& result, int64_t budget_bytes) {
+  PeakComposition composition = peakComposition(simulator, result.decision);
+  std::string message = infeasibleMessage(simulator, result.solver, budget_bytes, result.simulation, composition);
+  const std::string search = searchReportText(result.search, result.simulation.peak_bytes);
+  if (!search.empty()) message += " (" + search + ")";
+  return InfeasibleBudget(message, result.simulation.peak_bytes, std::move(composition), result.search);
 }
 
 }  // namespace acprof

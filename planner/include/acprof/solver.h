@@ -117,11 +117,21 @@ class InfeasibleBudget : public Error {
 };
 
 // Runs the named solver. Never returns a decision whose simulated peak is above
-// the no-recompute peak (it returns no recompute instead); throws
-// InfeasibleBudget if the peak does not fit the budget, Error(ErrorKind::Usage)
-// for an unknown solver name.
+// the no-recompute peak (it returns no recompute instead). A plan that does not
+// fit the budget is returned too, as a value: its peak is the smallest the
+// solver reached (fitsBudget tells; the caller that must refuse raises
+// infeasibleBudget). Throws Error(ErrorKind::Usage) for an unknown solver name.
 // `time_limit_s` bounds the searching solvers (optimal).
 SolverResult solveRecompute(const Simulator& simulator, const std::string& solver, int64_t budget_bytes,
                             double time_limit_s = kDefaultSearchSeconds);
+
+inline bool fitsBudget(const SolverResult& result, int64_t budget_bytes) {
+  return result.simulation.peak_bytes <= budget_bytes;
+}
+
+// The refusal of a plan that does not fit: the one-line message (the smallest
+// peak reached, what all of it is made of, the budget to ask for) and the same
+// as data.
+InfeasibleBudget infeasibleBudget(const Simulator& simulator, const SolverResult& result, int64_t budget_bytes);
 
 }  // namespace acprof
