@@ -12,9 +12,11 @@ namespace acprof::cli {
 inline constexpr const char* kToolDescription =
     "acprof: measure a training step, plan activation recomputation under a memory budget, "
     "and rewrite the TorchScript model to fit";
-inline constexpr const char* kProfileDescription = "Measure one training iteration of a TorchScript model";
+inline constexpr const char* kProfileDescription =
+    "Measure one training iteration of a TorchScript model, or of an eager nn.Module (--module)";
 inline constexpr const char* kRewriteDescription =
-    "Apply plan.json to its model: checkpointed TorchScript model, verification, before/after report";
+    "Apply plan.json to its model: checkpointed TorchScript model, verification, before/after report; for an eager "
+    "module (--module), apply it in eager and verify";
 
 void addProfileCommand(CLI::App& app);
 void addPlanCommand(CLI::App& app);

@@ -7,10 +7,13 @@
 
 #include <fmt/format.h>
 
+#include "acprof/error.h"
+#include "acprof/input_spec.h"
 #include "acprof/optimizer.h"
 #include "acprof/profile_format.h"
 #include "acprof/recorder.h"
 #include "commands.h"
+#include "eager_front_end.h"
 #include "output_paths.h"
 #include "profile_summary.h"
 
@@ -24,9 +27,47 @@ struct ProfileArgs {
   std::string output = "profile.json";
   std::string html;
   std::string trace;
+  std::string module;  // --module: an eager module's factory, recorded by the Python front end
 };
 
+// The TorchScript recorder's options that the eager front end does not offer,
+// by flag: refused with --module rather than silently ignored.
+const std::vector<std::string> kTorchScriptOnlyProfileFlags = {"--optimizer", "--warmup", "--iters", "--device",
+                                                               "--jit-optimize"};
+
+// acprof profile --module: the Python front end records the module into the
+// output; then the profile is read back as any profile is (its summary, views).
+void runEagerProfile(const ProfileArgs& args, const std::vector<std::string>& torchscript_flags_given) {
+  if (!args.record.model_path.empty())
+    throw Error(ErrorKind::Usage, fmt::format("pass a TorchScript model ('{}') or --module '{}', not both",
+                                              args.record.model_path, args.module));
+  if (!torchscript_flags_given.empty())
+    throw Error(ErrorKind::Usage, fmt::format("{} is not supported with --module (the eager front end records "
+                                              "one step on the CPU, without an optimizer); leave it out",
+                                              torchscript_flags_given.front()));
+  if (args.record.run.input_specs.empty())
+    throw Error(ErrorKind::Usage, "--module needs one --input per forward argument of the module, e.g. "
+                                  "--input float32[32,256]");
+  for (const std::string& spec : args.record.run.input_specs) parseInputSpec(spec);  // one line naming the spec
+  if (!args.record.run.target_spec.empty()) parseInputSpec(args.record.run.target_spec);
+  checkOutputPath(args.output, {});
+  if (!args.html.empty()) checkOutputPath(args.html, {});
+  if (!args.trace.empty()) checkOutputPath(args.trace, {});
+  std::vector<std::string> command = {"profile", "--module", args.module, "-o", args.output, "--command", commandLine()};
+  for (const std::string& spec : args.record.run.input_specs) command.insert(command.end(), {"--input", spec});
+  if (!args.record.run.target_spec.empty()) command.insert(command.end(), {"--target", args.record.run.target_spec});
+  if (!args.record.run.loss.empty()) command.insert(command.end(), {"--loss", args.record.run.loss});
+  if (!args.record.run.autocast.empty()) command.insert(command.end(), {"--autocast", args.record.run.autocast});
+  runEagerCommand(command);
+  const Profile profile = readProfileFile(args.output);
+  writeViews(profile, args.html, args.trace);
+  std::cout << profileSummaryText(profile) << fmt::format("wrote {}\n", args.output);
+}
+
 void runProfile(const ProfileArgs& args) {
+  if (args.record.model_path.empty())
+    throw Error(ErrorKind::Usage, "pass a TorchScript model file (model.pt), or --module pkg.mod:make_model for an "
+                                  "eager nn.Module");
   RecordOptions options = args.record;
   options.run.executor_optimize = args.jit_optimize == "on";
   options.command_line = commandLine();
@@ -48,7 +89,11 @@ void runProfile(const ProfileArgs& args) {
 void addProfileCommand(CLI::App& app) {
   auto args = std::make_shared<ProfileArgs>();
   CLI::App* cmd = app.add_subcommand("profile", kProfileDescription);
-  cmd->add_option("model", args->record.model_path, "TorchScript model file (torch.jit.save)")->required();
+  cmd->add_option("model", args->record.model_path, "TorchScript model file (torch.jit.save)");
+  cmd->add_option("--module", args->module,
+                  "instead of a TorchScript file, an eager nn.Module: the function that returns it, "
+                  "module.path:make_model or path/to/file.py:make_model, run by Python ($ACPROF_PYTHON, else "
+                  "python3 on PATH) with the acprof package");
   cmd->add_option("--input", args->record.run.input_specs,
                   "input spec per forward argument, e.g. float32[32,3,224,224] or int64[8,512]:0..50257 "
                   "(default: the specs stored in the model by models/ export scripts)");
@@ -74,7 +119,13 @@ void addProfileCommand(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "profile to write (default profile.json)");
   cmd->add_option("--html", args->html, "also write an HTML memory timeline");
   cmd->add_option("--trace", args->trace, "also write a Chrome/Perfetto trace JSON");
-  cmd->callback([args] { runProfile(*args); });
+  cmd->callback([args, cmd] {
+    if (args->module.empty()) return runProfile(*args);
+    std::vector<std::string> given;
+    for (const std::string& flag : kTorchScriptOnlyProfileFlags)
+      if (cmd->count(flag) > 0) given.push_back(flag);
+    runEagerProfile(*args, given);
+  });
 }
 
 }  // namespace acprof::cli

@@ -20,6 +20,7 @@
 #include "acprof/run_modes.h"
 #include "acprof/viz.h"
 #include "commands.h"
+#include "eager_front_end.h"
 #include "outcome.h"
 #include "output_paths.h"
 
@@ -36,7 +37,36 @@ struct RewriteArgs {
   bool tolerance_given = false;  // unset: bit for bit under deterministic algorithms
   std::string report_dir;
   int time_rounds = 5;
+  std::string module;  // --module: the eager module's factory (default: the one its profile records)
 };
+
+// The TorchScript rewrite's flags that the eager one does not take: it writes
+// no model and no report (the plan is the artifact) and verifies bit for bit.
+const std::vector<std::string> kTorchScriptOnlyRewriteFlags = {"--output", "--tolerance", "--report-dir",
+                                                               "--time-rounds"};
+
+bool isEagerPlan(const Plan& plan) { return plan.model_path.rfind(kEagerModelPrefix, 0) == 0; }
+
+// acprof rewrite of an eager module's plan: the Python front end applies the
+// plan to the module the factory builds, verifies one step and measures its
+// peak, printing the same lines as the TorchScript rewrite, and reports a
+// peak over the budget as BudgetExceeded (exit 5).
+void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, const std::string& model_path,
+                     const std::vector<std::string>& torchscript_flags_given) {
+  if (!model_path.empty())
+    throw Error(ErrorKind::Usage, fmt::format("'{}' is a model file, and an eager plan's module comes from "
+                                              "--module; pass the plan only",
+                                              model_path));
+  if (!torchscript_flags_given.empty())
+    throw Error(ErrorKind::Usage, fmt::format("{} is not supported for an eager module (the rewrite writes no model "
+                                              "or report: the plan is what is kept, and it verifies bit for bit); "
+                                              "leave it out",
+                                              torchscript_flags_given.front()));
+  std::vector<std::string> command = {"rewrite", plan_path};
+  if (!args.module.empty()) command.insert(command.end(), {"--module", args.module});
+  if (args.no_verify) command.push_back("--no-verify");
+  runEagerCommand(command);
+}
 
 // A .json argument is the plan, anything else the model.
 void splitFileArguments(const std::vector<std::string>& files, std::string& model_path, std::string& plan_path) {
@@ -171,7 +201,13 @@ std::string howToTrainText(const std::string& model_path) {
       model, ops, ops, model);
 }
 
-void runRewrite(const RewriteArgs& args) {
+void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchscript_flags_given) {
+  {
+    std::string model_path, plan_path;
+    splitFileArguments(args.files, model_path, plan_path);
+    if (!args.module.empty() || isEagerPlan(readPlanFile(plan_path)))
+      return runEagerRewrite(args, plan_path, model_path, torchscript_flags_given);
+  }
   const std::optional<double> tolerance = parseTolerance(args.tolerance, args.tolerance_given);
   if (tolerance && args.no_verify)
     throw Error(ErrorKind::Usage, "--tolerance sets how to verify and --no-verify skips verifying; pass one of them");
@@ -298,9 +334,16 @@ void addRewriteCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   command->add_option("--report-dir", args->report_dir,
                       "where profile.before.json, profile.after.json and report.html go (default: the output's directory)");
-  command->callback([args, tolerance] {
+  command->add_option("--module", args->module,
+                      "the eager nn.Module's factory, module.path:make_model or path/to/file.py:make_model: apply "
+                      "the plan in eager and verify it, writing nothing (default for a plan of `acprof profile "
+                      "--module`: the factory its profile records)");
+  command->callback([args, tolerance, command] {
     args->tolerance_given = tolerance->count() > 0;
-    runRewrite(*args);
+    std::vector<std::string> given;
+    for (const std::string& flag : kTorchScriptOnlyRewriteFlags)
+      if (command->count(flag) > 0) given.push_back(flag);
+    runRewrite(*args, given);
   });
 }
 

@@ -16,13 +16,15 @@ std::string g_command_line;
 
 // Exit codes (docs/manual.md, "Exit codes"): 0 success, 1 bad input, 2 usage,
 // 3 infeasible budget, 4 verification failed, 5 measured peak over the budget,
-// 6 the model's own training step fails in PyTorch, 70 internal error (sysexits' EX_SOFTWARE).
+// 6 the model's own training step fails in PyTorch, 7 the eager front end's Python, torch, acprof
+// package or --module factory cannot be imported, 70 internal error (sysexits' EX_SOFTWARE).
 constexpr int kBadInputExit = 1;
 constexpr int kUsageExit = 2;
 constexpr int kInfeasibleBudgetExit = 3;
 constexpr int kVerificationFailedExit = 4;
 constexpr int kBudgetExceededExit = 5;
 constexpr int kModelFailsExit = 6;
+constexpr int kPythonImportExit = 7;
 constexpr int kInternalExit = 70;
 
 int exitCodeOf(ErrorKind kind) {
@@ -33,6 +35,7 @@ int exitCodeOf(ErrorKind kind) {
     case ErrorKind::VerificationFailed: return kVerificationFailedExit;
     case ErrorKind::BudgetExceeded: return kBudgetExceededExit;
     case ErrorKind::ModelFails: return kModelFailsExit;
+    case ErrorKind::PythonImport: return kPythonImportExit;
     case ErrorKind::Internal: return kInternalExit;
   }
   return kInternalExit;
@@ -46,6 +49,7 @@ const char* kindName(ErrorKind kind) {
     case ErrorKind::VerificationFailed: return "verification_failed";
     case ErrorKind::BudgetExceeded: return "budget_exceeded";
     case ErrorKind::ModelFails: return "model_fails";
+    case ErrorKind::PythonImport: return "python_import";
     case ErrorKind::Internal: return "internal";
   }
   return "internal";

@@ -59,3 +59,20 @@ add_test(NAME eager_profile_peak_equals_torchscript_profile_peak
                  --models-dir ${CMAKE_SOURCE_DIR}/models --work ${CMAKE_BINARY_DIR}/eager-test/matches-torchscript)
 set_tests_properties(eager_profile_peak_equals_torchscript_profile_peak PROPERTIES TIMEOUT 120
                      FIXTURES_REQUIRED test_models ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
+
+# `acprof profile --module` and `acprof rewrite` on an eager module written by the test
+# (tests/python/eager_cli_check.py says what each case checks).
+foreach(case end_to_end over_budget import_failures)
+  if(case STREQUAL "end_to_end")
+    set(name eager_cli_profile_plan_rewrite_bit_for_bit_at_predicted_peak)
+  elseif(case STREQUAL "over_budget")
+    set(name eager_cli_rewrite_over_budget_exits_5)
+  else()
+    set(name eager_cli_python_torch_package_or_factory_not_importable_exits_7)
+  endif()
+  add_test(NAME ${name}
+           COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/eager_cli_check.py
+                   --acprof $<TARGET_FILE:acprof> --python ${ACPROF_PYTHON} --package ${CMAKE_SOURCE_DIR}/python
+                   --work ${CMAKE_BINARY_DIR}/eager-test/cli-${case} --case ${case})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 180)
+endforeach()

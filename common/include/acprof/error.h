@@ -17,6 +17,7 @@ enum class ErrorKind {
   VerificationFailed,  // the rewritten model does not train like the original
   BudgetExceeded,      // the rewritten model was measured above the plan's budget (its files are kept)
   ModelFails,          // the model's own training step fails in PyTorch, acprof or not
+  PythonImport,        // the eager front end's Python, its torch, the acprof package or the --module factory cannot be imported
   Internal,            // acprof's own bug, found by a check of its own: the message asks for a report
 };
 

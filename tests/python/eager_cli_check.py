@@ -1,0 +1,176 @@
+"""`acprof profile --module` and `acprof rewrite` of an eager module, run as a user runs them: the
+built binary, a model written by this test into a fresh directory, the Python package found by
+PYTHONPATH and the interpreter by ACPROF_PYTHON.
+
+    eager_cli_check.py --acprof build/cli/acprof --python .venv/bin/python --package python/ \
+        --work DIR --case end_to_end|over_budget|import_failures
+
+Cases (each exits 1 with the reason unless everything it names holds):
+  end_to_end       profile with the factory as a file (net.py:make_model), plan halfway between the
+                   floor and the profiled peak, then rewrite twice: bare from another directory (the
+                   factory the profile recorded) and with --module net:make_model (a module path,
+                   from the working directory). Each exits 0; its --outcome says bit for bit, with
+                   every parameter's gradient compared, and measured peak == predicted peak to the
+                   byte, within the budget; the peak line is printed.
+  over_budget      the plan's budget edited to one byte below its prediction: the rewrite exits 5,
+                   the outcome's kind is budget_exceeded, and its measured peak is the prediction.
+  import_failures  a Python that does not exist, one without torch, one without the acprof package,
+                   a factory module that does not import and a function that is not there: each
+                   exits 7 with one line `acprof: error: ...` naming the fix, and writes no profile.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+MODEL = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, width=64, depth=6):
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.Linear(width, width), nn.BatchNorm1d(width), nn.GELU(), nn.Dropout(0.1))
+            for _ in range(depth))
+        self.head = nn.Linear(width, 10)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def make_model():
+    return Net()
+'''
+INPUT = "float32[128,64]"
+PARAMETERS = 6 * 4 + 2  # per block: linear weight and bias, batch norm weight and bias; the head's two
+
+
+def fail(reason):
+    sys.exit(f"eager_cli_check: {reason}")
+
+
+def run(acprof, args, cwd, env, expect):
+    done = subprocess.run([acprof] + args, cwd=cwd, env=env, capture_output=True, text=True)
+    if done.returncode != expect:
+        fail(f"acprof {' '.join(args)} exited {done.returncode}, expected {expect}:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def outcome(path):
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def profile_and_plan(acprof, work, env):
+    run(acprof, ["profile", "--module", "net.py:make_model", "--input", INPUT], work, env, 0)
+    peak = outcome(os.path.join(work, "profile.json"))["summary"]["peak_bytes"]
+    run(acprof, ["plan", "--budget", "1B", "-o", "unused.json", "--outcome", "floor.json"], work, env, 3)
+    floor = outcome(os.path.join(work, "floor.json"))["floor"]["peak_bytes"]
+    if floor >= peak:
+        fail(f"nothing to recompute (floor {floor} B, peak {peak} B)")
+    budget = (floor + peak) // 2
+    run(acprof, ["plan", "--budget", str(budget)], work, env, 0)
+    plan = outcome(os.path.join(work, "plan.json"))
+    if not plan["segments"]:
+        fail(f"the plan at {budget} B checkpoints nothing")
+    return plan
+
+
+def end_to_end(acprof, work, env):
+    plan = profile_and_plan(acprof, work, env)
+    elsewhere = os.path.join(work, "elsewhere")
+    os.mkdir(elsewhere)
+    rewrites = [(["rewrite", os.path.join(work, "plan.json"), "--outcome", "bare.json"], elsewhere, "bare.json"),
+                (["rewrite", "--module", "net:make_model", "--outcome", "module.json"], work, "module.json")]
+    for args, cwd, name in rewrites:
+        done = run(acprof, args, cwd, env, 0)
+        result = outcome(os.path.join(cwd, name))["result"]
+        verification, peak = result["verification"], result["peak"]
+        print(f"acprof {' '.join(args)}: {verification}, {peak}")
+        if verification is None or verification["mode"] != "bitwise" or \
+                verification["gradients_compared"] != PARAMETERS or verification["buffers_compared"] != 6 * 3:
+            fail(f"{name}: not verified bit for bit over {PARAMETERS} gradients and 18 buffers: {verification}")
+        if peak["measured_bytes"] != peak["predicted_bytes"] or peak["predicted_bytes"] != plan["predicted_peak_bytes"]:
+            fail(f"{name}: measured peak {peak['measured_bytes']} B, predicted {peak['predicted_bytes']} B "
+                 f"(plan {plan['predicted_peak_bytes']} B)")
+        if peak["measured_bytes"] > plan["budget_bytes"]:
+            fail(f"{name}: measured peak {peak['measured_bytes']} B over the budget {plan['budget_bytes']} B")
+        if "peak (allocated): before" not in done.stdout or "eager.apply_plan(" not in done.stdout:
+            fail(f"{name}: the peak line or the line on how to train it is missing:\n{done.stdout}")
+    print(f"eager_cli_check: {len(plan['segments'])} segment(s), measured = predicted = "
+          f"{plan['predicted_peak_bytes']} B within {plan['budget_bytes']} B, bit for bit, both ways of naming the factory")
+
+
+def over_budget(acprof, work, env):
+    plan = profile_and_plan(acprof, work, env)
+    plan["budget_bytes"] = plan["predicted_peak_bytes"] - 1
+    with open(os.path.join(work, "plan_low.json"), "w") as out:
+        json.dump(plan, out)
+    run(acprof, ["rewrite", "plan_low.json", "--outcome", "low.json"], work, env, 5)
+    reported = outcome(os.path.join(work, "low.json"))
+    if reported["error"]["kind"] != "budget_exceeded" or \
+            reported["result"]["peak"]["measured_bytes"] != plan["predicted_peak_bytes"]:
+        fail(f"expected budget_exceeded at the predicted peak {plan['predicted_peak_bytes']} B: {reported}")
+    print(f"eager_cli_check: measured {plan['predicted_peak_bytes']} B over a budget of {plan['budget_bytes']} B: exit 5")
+
+
+def import_failures(acprof, work, env, python):
+    without_package = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    with open(os.path.join(work, "broken.py"), "w") as out:
+        out.write("import no_such_module_anywhere\n")
+    cases = [("a Python that does not exist", dict(env, ACPROF_PYTHON=os.path.join(work, "no-python")),
+              "net.py:make_model", "ACPROF_PYTHON"),
+             ("a Python without torch", dict(env, ACPROF_PYTHON=os.path.join(work, "bin", "python3")),
+              "net.py:make_model", "cannot import torch"),
+             ("a Python without the acprof package", without_package, "net.py:make_model", "pip install"),
+             ("a factory module that does not import", env, "broken:make_model", "cannot import broken"),
+             ("a factory that is not there", env, "net.py:make_nothing", "no callable make_nothing")]
+    # A python3 that has no torch: the interpreter itself, isolated from every site directory.
+    os.makedirs(os.path.join(work, "bin"))
+    with open(os.path.join(work, "bin", "python3"), "w") as out:
+        out.write(f"#!/bin/sh\nexec {python} -I -S \"$@\"\n")
+    os.chmod(os.path.join(work, "bin", "python3"), 0o755)
+    for what, case_env, factory, names in cases:
+        done = run(acprof, ["profile", "--module", factory, "--input", INPUT, "-o", "failed.json",
+                            "--outcome", "import.json"], work, case_env, 7)
+        lines = done.stderr.strip().splitlines()
+        if len(lines) != 1 or not lines[0].startswith("acprof: error: ") or names not in lines[0]:
+            fail(f"{what}: expected one error line naming '{names}', got:\n{done.stderr}")
+        if outcome(os.path.join(work, "import.json"))["error"]["kind"] != "python_import":
+            fail(f"{what}: the outcome's kind is not python_import")
+        if os.path.exists(os.path.join(work, "failed.json")):
+            fail(f"{what}: a profile was written")
+        print(f"exit 7, {what}: {lines[0]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--acprof", required=True)
+    parser.add_argument("--python", required=True, help="the Python with torch the eager front end runs on")
+    parser.add_argument("--package", required=True, help="the acprof Python package's source (python/)")
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--case", choices=["end_to_end", "over_budget", "import_failures"], required=True)
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    with open(os.path.join(args.work, "net.py"), "w") as out:
+        out.write(MODEL)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ACPROF_PYTHON")}
+    env.update(PYTHONPATH=os.path.abspath(args.package), ACPROF_PYTHON=args.python)
+    acprof = os.path.abspath(args.acprof)
+    if args.case == "end_to_end":
+        end_to_end(acprof, args.work, env)
+    elif args.case == "over_budget":
+        over_budget(acprof, args.work, env)
+    else:
+        import_failures(acprof, args.work, env, args.python)
+
+
+if __name__ == "__main__":
+    main()
