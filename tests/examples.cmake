@@ -77,3 +77,11 @@ add_test(NAME readme_five_steps
                  --readme ${CMAKE_SOURCE_DIR}/README.md --package ${CMAKE_SOURCE_DIR}/python
                  --acprof $<TARGET_FILE:acprof> --example ${CMAKE_SOURCE_DIR}/examples/train_rewritten.py)
 set_tests_properties(readme_five_steps PROPERTIES TIMEOUT 300)
+
+# The README's eager five steps, as written, in a fresh directory with a fresh install of ./python
+# (tests/python/readme_eager_five_steps_test.py).
+add_test(NAME readme_eager_five_steps
+         COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/readme_eager_five_steps_test.py
+                 --readme ${CMAKE_SOURCE_DIR}/README.md --package ${CMAKE_SOURCE_DIR}/python
+                 --acprof $<TARGET_FILE:acprof>)
+set_tests_properties(readme_eager_five_steps PROPERTIES TIMEOUT 300)
