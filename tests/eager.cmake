@@ -43,6 +43,11 @@ acprof_add_eager_test(eager_bert_floor_plan_dropout_bit_for_bit_at_predicted_pea
 acprof_add_eager_test(eager_llama_floor_plan_attention_dropout_bit_for_bit_at_predicted_peak llama floor
                       aten::scaled_dot_product_attention)
 acprof_add_eager_test(eager_transformer_floor_plan_dropout_bit_for_bit_at_predicted_peak transformer floor aten::dropout)
+# nn.TransformerDecoder, batch first: its attention's input projection folds into one mm only when
+# the weight requires grad, so the checkpoint's forward must keep its inputs' requires_grad (the
+# detached inputs it ran on before gave a loss 2.4e-7 off and gradients up to 1.9e-8 off).
+acprof_add_eager_test(eager_transformer_decoder_batch_first_floor_plan_bit_for_bit_at_predicted_peak
+                      transformer_decoder_batch_first floor aten::linear)
 
 # A plan made for another module is refused (acprof.eager.PlanMismatch), naming the fix.
 add_test(NAME eager_plan_for_another_module_is_refused

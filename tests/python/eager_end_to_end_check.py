@@ -101,7 +101,27 @@ def transformer():
     return Seq2Seq(), [torch.randn(4, 32, 64), torch.randn(4, 32, 64)], torch.randint(0, 64, (4, 32))
 
 
-MODELS = {"resnet18": resnet18, "gpt2": gpt2, "bert": bert, "llama": llama, "transformer": transformer}
+class BatchFirstDecoder(torch.nn.Module):
+    """nn.TransformerDecoder with batch_first=True and a classifier head. Its attention transposes
+    [N, L, E] to [L, N, E] before the input projection, a matmul that ATen folds into one mm only
+    when the weight requires grad (a bmm otherwise, which rounds differently at E = 256)."""
+
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerDecoderLayer(d_model=256, nhead=4, dim_feedforward=256, batch_first=True)
+        self.decoder = torch.nn.TransformerDecoder(layer, num_layers=2)  # dropout 0.1
+        self.head = torch.nn.Linear(256, 10)
+
+    def forward(self, target, memory):
+        return self.head(self.decoder(target, memory))
+
+
+def transformer_decoder_batch_first():
+    return BatchFirstDecoder(), [torch.randn(8, 64, 256), torch.randn(8, 64, 256)], torch.randint(0, 10, (8, 64))
+
+
+MODELS = {"resnet18": resnet18, "gpt2": gpt2, "bert": bert, "llama": llama, "transformer": transformer,
+          "transformer_decoder_batch_first": transformer_decoder_batch_first}
 
 
 def run_acprof(acprof, args, cwd, allowed=(0,)):

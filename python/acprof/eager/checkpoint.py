@@ -2,7 +2,10 @@
 acprof::checkpoint (rewriter/ops/checkpoint_op.cpp), so that the memory the planner's simulator
 assumes (planner/src/memory_rules.h) is the memory an eager step uses.
 
-Forward runs the segment on detached inputs, so nothing inside is kept; it keeps only the inputs
+Forward runs the segment below autograd (torch._C._AutoDispatchBelowAutograd), so nothing inside
+records history or is kept, on detached inputs that keep their requires_grad, because kernels choose
+their arithmetic by it (ATen's matmul folds a transposed input into one mm only when the weight
+requires grad), as the C++ operator does since 28d2abc; it keeps only the inputs
 (a snapshot in place of each input the segment writes in place, taken before forward), the CPU
 generator state and the autocast state. Backward puts the generator state back (keeping a copy of
 the current one while it runs), re-runs the segment with grad enabled on detached inputs (the
@@ -90,13 +93,14 @@ def _private_outputs_unviewed(outputs: List[Any], inputs: Sequence[torch.Tensor]
     return result
 
 
-def _leaves_as_leaves(inputs: Sequence[torch.Tensor]) -> List[torch.Tensor]:
-    """Detached inputs, one per tensor object, those that are leaves needing grad as such leaves."""
+def _detached_keeping_requires_grad(inputs: Sequence[torch.Tensor], leaves_only: bool) -> List[torch.Tensor]:
+    """Detached inputs, one per tensor object, each needing grad where its input does (with
+    `leaves_only`, only where its input is a leaf that needs grad)."""
     first = {}
     detached = []
     for x in inputs:
         if id(x) not in first:
-            first[id(x)] = x.detach().requires_grad_(x.is_leaf and x.requires_grad)
+            first[id(x)] = x.detach().requires_grad_(x.requires_grad and (x.is_leaf or not leaves_only))
         detached.append(first[id(x)])
     return detached
 
@@ -115,15 +119,16 @@ class CheckpointFunction(torch.autograd.Function):
         try:
             if autocasting:
                 # Autocast caches the casts of leaves that need grad (a weight's lower-precision
-                # copy) until its region ends, as it did for the original forward; so that the
-                # copies live as long here, such inputs enter as leaves of their own (one per
-                # tensor), under no_grad so that nothing records history.
+                # copy) until its region ends, as it did for the original forward, so the cache
+                # is on here too; a detached input is a leaf, so only inputs that were leaves
+                # needing grad keep the flag, or the casts of activations would be cached as well.
                 torch.set_autocast_cache_enabled(cache)
-                with torch.no_grad():
-                    outputs = segment.run(_leaves_as_leaves(inputs))
-            else:
-                with torch.set_grad_enabled(caller_grad_enabled):
-                    outputs = segment.run([x.detach() for x in inputs])
+            detached = _detached_keeping_requires_grad(inputs, leaves_only=autocasting)
+            # Grad mode stays the caller's (apply turned it off), so code that asks
+            # torch.is_grad_enabled() takes the branch the original took, as the recompute will.
+            with torch.set_grad_enabled(caller_grad_enabled), torch._C._AutoDispatchBelowAutograd():
+                outputs = segment.run(detached)
+            del detached
             outputs = _private_outputs_unviewed(outputs, inputs)
         finally:
             torch.set_autocast_cache_enabled(cache)
