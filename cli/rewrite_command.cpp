@@ -202,12 +202,6 @@ std::string howToTrainText(const std::string& model_path) {
 }
 
 void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchscript_flags_given) {
-  {
-    std::string model_path, plan_path;
-    splitFileArguments(args.files, model_path, plan_path);
-    if (!args.module.empty() || isEagerPlan(readPlanFile(plan_path)))
-      return runEagerRewrite(args, plan_path, model_path, torchscript_flags_given);
-  }
   const std::optional<double> tolerance = parseTolerance(args.tolerance, args.tolerance_given);
   if (tolerance && args.no_verify)
     throw Error(ErrorKind::Usage, "--tolerance sets how to verify and --no-verify skips verifying; pass one of them");
@@ -216,7 +210,9 @@ void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchsc
   if (!tolerance && !args.no_verify) ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
   std::string model_path, plan_path;
   splitFileArguments(args.files, model_path, plan_path);
+  if (!args.module.empty()) return runEagerRewrite(args, plan_path, model_path, torchscript_flags_given);
   const Plan plan = readPlanFile(plan_path);
+  if (isEagerPlan(plan)) return runEagerRewrite(args, plan_path, model_path, torchscript_flags_given);
   if (model_path.empty()) model_path = plan.model_path;
   if (plan.segments.empty())
     std::cout << "the plan has no segment (its budget needs no recompute): the rewritten model is the original "
