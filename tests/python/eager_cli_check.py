@@ -14,7 +14,7 @@ Cases (each exits 1 with the reason unless everything it names holds):
                    byte, within the budget; the peak line is printed.
   over_budget      the plan's budget edited to one byte below its prediction: the rewrite exits 5,
                    the outcome's kind is budget_exceeded, and its measured peak is the prediction.
-  import_failures  a Python that does not exist, one without torch, one without the acprof package,
+  import_failures  a Python that does not exist, one without torch, one whose acprof has no eager,
                    a factory module that does not import and a function that is not there: each
                    exits 7 with one line `acprof: error: ...` naming the fix, and writes no profile.
 """
@@ -121,14 +121,18 @@ def over_budget(acprof, work, env):
 
 
 def import_failures(acprof, work, env, python):
-    without_package = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    # An acprof package without the eager front end (an older install), first on the path, so that
+    # the case holds whether or not acprof is installed in the interpreter's environment.
+    os.makedirs(os.path.join(work, "old", "acprof"))
+    open(os.path.join(work, "old", "acprof", "__init__.py"), "w").close()
+    without_package = dict(env, PYTHONPATH=os.path.join(work, "old"))
     with open(os.path.join(work, "broken.py"), "w") as out:
         out.write("import no_such_module_anywhere\n")
     cases = [("a Python that does not exist", dict(env, ACPROF_PYTHON=os.path.join(work, "no-python")),
               "net.py:make_model", "ACPROF_PYTHON"),
              ("a Python without torch", dict(env, ACPROF_PYTHON=os.path.join(work, "bin", "python3")),
               "net.py:make_model", "cannot import torch"),
-             ("a Python without the acprof package", without_package, "net.py:make_model", "pip install"),
+             ("a Python without acprof.eager", without_package, "net.py:make_model", "pip install"),
              ("a factory module that does not import", env, "broken:make_model", "cannot import broken"),
              ("a factory that is not there", env, "net.py:make_nothing", "no callable make_nothing")]
     # A python3 that has no torch: the interpreter itself, isolated from every site directory.
