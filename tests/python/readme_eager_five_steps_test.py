@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+from readme_steps import install_package, run, section_blocks
+
 SECTION = "## An eager module in five steps, no TorchScript"
 
 # Run after the README's train.py, in its namespace: the original and the checkpointed module,
@@ -54,22 +56,6 @@ def fail(reason):
     raise SystemExit(f"readme_eager_five_steps_test: {reason}")
 
 
-def section_blocks(readme_text):
-    start = readme_text.find(SECTION)
-    if start < 0:
-        fail(f"the README has no '{SECTION}' section")
-    end = readme_text.find("\n## ", start + len(SECTION))
-    section = readme_text[start:end if end >= 0 else len(readme_text)]
-    return [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w+)\n(.*?)```", section, re.S)]
-
-
-def run(command, cwd, env, what, allowed=(0,)):
-    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    if result.returncode not in allowed:
-        fail(f"{what} failed (exit {result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-    return result
-
-
 def halfway_budget(cwd, env):
     peak = json.load(open(os.path.join(cwd, "profile.json")))["summary"]["peak_bytes"]
     run(["acprof", "plan", "--budget", "1B", "-o", "floor_probe.json", "--outcome", "floor.json"], cwd, env,
@@ -87,7 +73,7 @@ def main():
     parser.add_argument("--acprof", required=True, help="the acprof command of the build")
     args = parser.parse_args()
     acprof = os.path.realpath(args.acprof)
-    blocks = section_blocks(open(args.readme).read())
+    blocks = section_blocks(open(args.readme).read(), SECTION)
     files = [text.splitlines()[0][2:] for language, text in blocks
              if language == "python" and re.match(r"# \w+\.py\n", text)]
     if len(blocks) < 4 or files[:1] != ["net.py"] or "train.py" not in files:
@@ -96,11 +82,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="acprof-readme-eager.")
     try:
-        site = os.path.join(work, "site")
-        source = os.path.join(work, "package")
-        shutil.copytree(args.package, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-        run([sys.executable, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps",
-             "--no-cache-dir", "--target", site, source], work, None, "pip install ./python")
+        site = install_package(args.package, work)
         cwd = os.path.join(work, "user")
         os.mkdir(cwd)
         # An activated environment: its bin/ (python3 with torch) on PATH, the package importable.

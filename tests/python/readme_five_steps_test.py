@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 
+from readme_steps import install_package, run, section_blocks
+
 SECTION = "## Your own model in five steps"
 INFEASIBLE_EXIT = 3
 
@@ -61,23 +63,6 @@ def fail(reason):
     raise SystemExit(f"readme_five_steps_test: {reason}")
 
 
-def section_blocks(readme_text):
-    """The fenced blocks of the five-step section, as (language, text), in order."""
-    start = readme_text.find(SECTION)
-    if start < 0:
-        fail(f"the README has no '{SECTION}' section")
-    end = readme_text.find("\n## ", start + len(SECTION))
-    section = readme_text[start:end if end >= 0 else len(readme_text)]
-    return [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w+)\n(.*?)```", section, re.S)]
-
-
-def run(command, cwd, env, what):
-    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        fail(f"{what} failed (exit {result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-    return result
-
-
 def halfway_budget(acprof, cwd, env):
     """Halfway between the floor and the profiled peak, in bytes, from what acprof wrote."""
     peak = json.load(open(os.path.join(cwd, "profile.json")))["summary"]["peak_bytes"]
@@ -103,7 +88,7 @@ def main():
     args = parser.parse_args()
     acprof = os.path.realpath(args.acprof)
 
-    blocks = section_blocks(open(args.readme).read())
+    blocks = section_blocks(open(args.readme).read(), SECTION)
     python_blocks = [text for language, text in blocks if language == "python"]
     if len(blocks) < 6 or len(python_blocks) < 3:
         fail(f"expected the five steps' blocks (export, profile, plan, rewrite, loop, use); found {len(blocks)}")
@@ -113,11 +98,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="acprof-readme.")
     try:
-        site = os.path.join(work, "site")
-        source = os.path.join(work, "package")
-        shutil.copytree(args.package, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-        run([sys.executable, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps",
-             "--no-cache-dir", "--target", site, source], work, None, "pip install ./python")
+        site = install_package(args.package, work)
         cwd = os.path.join(work, "user")
         os.mkdir(cwd)
         # What the README's set-up leaves: acprof on PATH, the package importable. Nothing else.
