@@ -271,16 +271,17 @@ void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& bo
     // The buffer, if a node of the segment freed it after the inside use: the
     // latest such gradient of the output's size that was waiting before the
     // segment's backward began.
-    int end_leaf = segment_return;
+    int buffer_end = -1;
     for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
       for (const int* t = index.gradients_received_by_node.begin(n); t != index.gradients_received_by_node.end(n);
            ++t) {
         const TensorRecord& r = p.tensors[*t];
         if (r.bytes != value.bytes || r.alloc_step >= timing.first_backward_step || r.free_step <= inside_step) continue;
-        end_leaf = end_leaf == segment_return ? eventLeaf(r.free_event) : std::max(end_leaf, eventLeaf(r.free_event));
+        buffer_end = std::max(buffer_end, eventLeaf(r.free_event));
       }
+    const int end_leaf = buffer_end < 0 ? segment_return : std::min(buffer_end, segment_return);
     const LeafInterval interval{value.bytes, static_cast<int>(Category::Gradient),
-                                returnLeaf(index.stepEndEvent(inside_step)), std::min(end_leaf, segment_return)};
+                                returnLeaf(index.stepEndEvent(inside_step)), end_leaf};
     if (interval.begin_leaf < interval.end_leaf) timing.held_use_gradients.push_back(interval);
   }
 }
