@@ -149,6 +149,16 @@ std::string peakLine(const Plan& plan, const Profile& before, const Profile& aft
   return line;
 }
 
+// The outcome's words for why the timed pairs stopped (docs/manual.md, "The outcome as data").
+const char* timingStopName(TimingStop stop) {
+  switch (stop) {
+    case TimingStop::Precise: return "precise";
+    case TimingStop::TimeLimit: return "time_limit";
+    case TimingStop::PairLimit: return "pair_limit";
+  }
+  throw Error(ErrorKind::Internal, fmt::format("timingStopName: no name for TimingStop {}", static_cast<int>(stop)));
+}
+
 // The rewrite's outcome as data (--outcome): what was verified and how, the
 // peaks predicted and measured, the paired time, and the files written.
 nlohmann::json rewriteResultJson(const Plan& plan, const RewriteResult& result, const std::optional<Profile>& before,
@@ -172,7 +182,9 @@ nlohmann::json rewriteResultJson(const Plan& plan, const RewriteResult& result, 
     time = {{"before_us", times->original_us},
             {"extra_share", times->extra_share},
             {"extra_share_error", times->extra_share_error ? nlohmann::json(*times->extra_share_error) : nlohmann::json()},
-            {"pairs", times->rounds}};
+            {"pairs", times->rounds},
+            {"timed_seconds", times->timed_seconds},
+            {"stopped_by", timingStopName(times->stopped_by)}};
   }
   const double predicted_share =
       plan.baseline_iteration_time_us > 0 ? plan.extra_time_us / plan.baseline_iteration_time_us : 0;

@@ -1,5 +1,5 @@
 // When acprof rewrite stops timing pairs of steps, and how sure the measured
-// extra time is (rewriter.h: medianStandardError, moreTimedPairsWanted).
+// extra time is (rewriter.h: medianStandardError, moreTimedPairsWanted, whyTimingStops).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -55,6 +55,21 @@ TEST(StepTiming, PairsGoOnWhileShortOrImpreciseAndStopAtTheLimits) {
   const std::vector<double> many_noisy = repeated(kNoisyShares, kMostTimedRounds / 5);
   EXPECT_FALSE(moreTimedPairsWanted(many_noisy, 0.1, 5));
   EXPECT_TRUE(moreTimedPairsWanted(many_noisy, 0.1, kMostTimedRounds + 1));
+}
+
+// The reason names the rule that ended the pairs; a median sure enough is
+// "precise" even when the time limit has passed too.
+TEST(StepTiming, TheStopNamesTheLimitThatEndedThePairs) {
+  EXPECT_FALSE(whyTimingStops(kQuietShares, 0.5 * kLeastTimedSeconds, 5).has_value());
+  EXPECT_EQ(whyTimingStops(kQuietShares, 2 * kLeastTimedSeconds, 5), TimingStop::Precise);
+  EXPECT_EQ(whyTimingStops(kQuietShares, 2 * kMostTimedSeconds, 5), TimingStop::Precise);
+  EXPECT_EQ(whyTimingStops(kNoisyShares, kMostTimedSeconds, 5), TimingStop::TimeLimit);
+  EXPECT_EQ(whyTimingStops({0.1, 0.1}, kMostTimedSeconds, 2), TimingStop::TimeLimit);
+  EXPECT_EQ(whyTimingStops(repeated(kNoisyShares, kMostTimedRounds / 5), 0.1, 5), TimingStop::PairLimit);
+  // Asked for more than kMostTimedRounds: the pairs asked for are the limit.
+  const std::vector<double> asked = repeated(kNoisyShares, 12);
+  EXPECT_FALSE(whyTimingStops(repeated(kNoisyShares, 11), 0.1, 60).has_value());
+  EXPECT_EQ(whyTimingStops(asked, 0.1, 60), TimingStop::PairLimit);
 }
 
 }  // namespace

@@ -45,13 +45,21 @@ std::optional<double> medianStandardError(std::vector<double> values) {
   return 1.2533 * sigma / std::sqrt(static_cast<double>(n));
 }
 
-bool moreTimedPairsWanted(const std::vector<double>& extra_shares, double timed_seconds, int min_rounds) {
+std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares, double timed_seconds,
+                                         int min_rounds) {
   const int rounds = static_cast<int>(extra_shares.size());
-  if (rounds < min_rounds) return true;
-  if (rounds >= kMostTimedRounds) return false;
-  if (timed_seconds < kLeastTimedSeconds) return true;
+  if (rounds < min_rounds) return std::nullopt;
+  if (rounds >= kMostTimedRounds) return TimingStop::PairLimit;
+  if (timed_seconds < kLeastTimedSeconds) return std::nullopt;
+  // Precise before the time limit: a median that is sure enough is so however long it took.
   const std::optional<double> error = medianStandardError(extra_shares);
-  return timed_seconds < kMostTimedSeconds && (!error || *error > kTimedStandardError);
+  if (error && *error <= kTimedStandardError) return TimingStop::Precise;
+  if (timed_seconds >= kMostTimedSeconds) return TimingStop::TimeLimit;
+  return std::nullopt;
+}
+
+bool moreTimedPairsWanted(const std::vector<double>& extra_shares, double timed_seconds, int min_rounds) {
+  return !whyTimingStops(extra_shares, timed_seconds, min_rounds).has_value();
 }
 
 StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
@@ -68,7 +76,8 @@ StepTimes timeRewrite(const std::string& original_path, const std::string& rewri
   stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config);
   std::vector<double> original_us, rewritten_us, extra_shares;
   double timed_us = 0;
-  while (min_rounds > 0 && moreTimedPairsWanted(extra_shares, timed_us / 1e6, min_rounds)) {
+  std::optional<TimingStop> stop;
+  while (min_rounds > 0 && !(stop = whyTimingStops(extra_shares, timed_us / 1e6, min_rounds))) {
     // Every other pair runs the rewritten model first, so that neither model
     // always inherits the other's caches and allocator state.
     const bool rewritten_first = extra_shares.size() % 2 == 1;
@@ -80,7 +89,7 @@ StepTimes timeRewrite(const std::string& original_path, const std::string& rewri
   }
   if (extra_shares.empty()) return StepTimes{};
   return StepTimes{median(original_us), median(extra_shares), medianStandardError(extra_shares),
-                   static_cast<int>(original_us.size())};
+                   static_cast<int>(original_us.size()), timed_us / 1e6, *stop};
 }
 
 }  // namespace acprof

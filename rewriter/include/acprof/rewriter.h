@@ -90,6 +90,13 @@ constexpr int kMostTimedRounds = 50;
 constexpr double kLeastTimedSeconds = 1.0;
 constexpr double kMostTimedSeconds = 10.0;
 constexpr double kTimedStandardError = 0.02;
+// Why the pairs stopped, so that a reader of the result can tell a precise
+// median from one the time or pair limit cut short, without redoing the rule.
+enum class TimingStop {
+  Precise,    // the median share's standard error is within kTimedStandardError
+  TimeLimit,  // the pairs' steps have taken kMostTimedSeconds
+  PairLimit,  // kMostTimedRounds pairs, or the pairs asked for where more
+};
 struct StepTimes {
   double original_us = 0;  // median
   // The median over the pairs of (rewritten - original) / original: a pair's
@@ -98,6 +105,10 @@ struct StepTimes {
   double extra_share = 0;
   std::optional<double> extra_share_error;  // medianStandardError of the pairs' shares
   int rounds = 0;
+  // The timed steps' wall time added up: what kMostTimedSeconds limits. Under
+  // load it is well over rounds times the medians, which skip the slow steps.
+  double timed_seconds = 0;
+  TimingStop stopped_by = TimingStop::PairLimit;
 };
 StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
                       int min_rounds);
@@ -112,7 +123,10 @@ std::optional<double> medianStandardError(std::vector<double> values);
 // error is over kTimedStandardError of the step (or too few pairs to say) and they have taken under
 // kMostTimedSeconds: one step to the next varied by ±15 % on a shared 2-core
 // machine, so five pairs left the median uncertain by about 10 % of the step.
+// whyTimingStops is the same rule, naming which limit ends the pairs (none while more are wanted).
 bool moreTimedPairsWanted(const std::vector<double>& extra_shares, double timed_seconds, int min_rounds);
+std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares, double timed_seconds,
+                                         int min_rounds);
 
 struct RewriteOptions {
   std::string model_path;   // empty: the plan's model_path
