@@ -177,6 +177,11 @@ nlohmann::json rewriteResultJson(const Plan& plan, const RewriteResult& result, 
   nlohmann::json peak = {{"budget_bytes", plan.budget_bytes}, {"predicted_bytes", plan.predicted_peak_bytes}};
   if (before) peak["before_bytes"] = before->summary.peak_bytes;
   if (after) peak["measured_bytes"] = after->summary.peak_bytes;
+  // A caching allocator's (CUDA's) reserved peaks, where the profiles have them.
+  if (before && before->summary.reserved_peak_bytes)
+    peak["before_reserved_bytes"] = *before->summary.reserved_peak_bytes;
+  if (after && after->summary.reserved_peak_bytes)
+    peak["measured_reserved_bytes"] = *after->summary.reserved_peak_bytes;
   nlohmann::json time = nullptr;
   if (times) {
     time = {{"before_us", times->original_us},

@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include <ATen/SequenceNumber.h>
 #include <c10/core/Allocator.h>
@@ -48,6 +50,13 @@ void backwardFunctionEnded(const at::RecordFunction& /*fn*/, at::ObserverContext
   if (session && context) session->onBackwardFunctionEnd(static_cast<BackwardStepContext*>(context)->step);
 }
 
+// ACPROF_CUPTI=0 leaves CUPTI alone: step times then come from wall clocks with
+// the device synchronized at each step. For a machine where CUPTI is refused or
+// held by another profiler, so that memory can still be recorded.
+bool cuptiWanted() {
+  const char* setting = std::getenv("ACPROF_CUPTI");
+  return setting == nullptr || std::string(setting) != "0";
+}
 
 }  // namespace
 
@@ -62,7 +71,7 @@ RecordingSession::RecordingSession(c10::DeviceType device_type) : device_type_(d
     throw std::logic_error("only one acprof recording session can be active at a time");
   debug_info_guard_ = std::make_unique<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE,
                                                             std::make_shared<AllocationReporter>());
-  if (device_type_ == c10::DeviceType::CUDA) gpu_timer_ = GpuKernelTimer::create();
+  if (device_type_ == c10::DeviceType::CUDA && cuptiWanted()) gpu_timer_ = GpuKernelTimer::create();
   record_function_handle_ = at::addThreadLocalCallback(
       at::RecordFunctionCallback(&backwardFunctionStarted, &backwardFunctionEnded)
           .needsInputs(false)
