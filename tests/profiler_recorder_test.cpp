@@ -12,8 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include <torch/csrc/autograd/engine.h>
+
 #include "acprof/run_modes.h"
 #include "recorder_test_support.h"
+#include "saved_tensor_hooks.h"
 #include "test_support.h"
 
 namespace acprof {
@@ -30,6 +33,40 @@ int64_t total(const CategoryBytes& bytes) {
 }
 
 // models/mlp.py: input float32[2048,64]; Linear(64,256) ReLU, 3 x (Linear(256,256) ReLU), Linear(256,10).
+// LibTorch starts autograd's device threads once per process, for the engine of
+// the first backward; an engine switched in later has none, and on CUDA its
+// first backward failed an internal assert (seen on an H100 with ResNet-50,
+// after the plain step had run on LibTorch's engine). So every backward, before,
+// during and after a recording, runs on one engine: acprof's, from load time.
+TEST(SavedTensorHooks, EveryBackwardRunsOnOneEngineInstalledBeforeAnyBackward) {
+  const void* before = acprof::defaultAutogradEngine();
+  EXPECT_NE(before, &torch::autograd::Engine::get_base_engine());
+  {
+    acprof::SavedTensorHooksScope scope({});
+    EXPECT_EQ(acprof::defaultAutogradEngine(), before);
+  }
+  EXPECT_EQ(acprof::defaultAutogradEngine(), before);
+}
+
+// Outside a scope the engine adds no hooks, so PyTorch's own check that a saved
+// tensor was not written in place still runs (the plain step before a recording
+// relies on it); inside one, each save is reported.
+TEST(SavedTensorHooks, SavesAreHookedOnlyInsideAScope) {
+  const at::Tensor x = at::randn({4}).requires_grad_();
+  at::Tensor written = x.exp();  // exp saves its output
+  written.mul_(2);
+  EXPECT_THROW(written.sum().backward(), c10::Error);
+  int saves = 0;
+  {
+    acprof::SavedTensorHooksScope scope({[&](uint64_t, const void*) { ++saves; }, nullptr});
+    x.exp().sum().backward();
+  }
+  EXPECT_GE(saves, 1);
+  const int inside = saves;
+  x.exp().sum().backward();
+  EXPECT_EQ(saves, inside);
+}
+
 TEST(Recorder, MlpCategoriesEqualHandComputedSizes) {
   const Profile p = profileOf("mlp_traced.pt");
   const int64_t kFloat = 4, kBatch = 2048;

@@ -27,10 +27,10 @@ std::shared_ptr<const SavedTensorReport> currentReport() {
 // Detached, so that saving a node's own output makes no reference cycle.
 class ReportingHooks : public torch::autograd::SavedVariableHooks {
  public:
+  explicit ReportingHooks(std::shared_ptr<const SavedTensorReport> report) : report_(std::move(report)) {}
   void call_pack_hook(const at::Tensor& tensor) override {
     saved_ = tensor.detach();
-    report_ = currentReport();
-    if (report_ && report_->saved && saved_.has_storage()) {
+    if (report_->saved && saved_.has_storage()) {
       save_id_ = g_next_save_id++;
       report_->saved(save_id_, saved_.storage().data());
     }
@@ -48,11 +48,13 @@ class ReportingHooks : public torch::autograd::SavedVariableHooks {
   uint64_t save_id_ = 0;
 };
 
-// The engine that runs backward while a scope is active; everything but the
-// saved-variable hooks is LibTorch's own engine.
+// LibTorch's engine, but for the saved-variable hooks: one per save while a
+// scope is active, none outside one.
 struct ReportingEngine : public torch::autograd::Engine {
   std::unique_ptr<torch::autograd::SavedVariableHooks> get_default_saved_variable_hooks() override {
-    return std::make_unique<ReportingHooks>();
+    std::shared_ptr<const SavedTensorReport> report = currentReport();
+    if (!report) return nullptr;
+    return std::make_unique<ReportingHooks>(std::move(report));
   }
 };
 
@@ -62,18 +64,24 @@ torch::autograd::Engine& reportingEngine() {
   return *engine;
 }
 
+// The default engine before any backward can run (the header says why).
+// LibTorch's engine stub is set up when libtorch loads, before this library's
+// initializers run.
+[[maybe_unused]] const bool g_reporting_engine_installed = [] {
+  torch::autograd::set_default_engine_stub(&reportingEngine);
+  return true;
+}();
+
 }  // namespace
 
+const void* defaultAutogradEngine() { return &torch::autograd::Engine::get_default_engine(); }
+
 SavedTensorHooksScope::SavedTensorHooksScope(SavedTensorReport report) {
-  {
-    std::lock_guard<std::mutex> lock(g_report_mutex);
-    g_report = std::make_shared<const SavedTensorReport>(std::move(report));
-  }
-  torch::autograd::set_default_engine_stub(&reportingEngine);
+  std::lock_guard<std::mutex> lock(g_report_mutex);
+  g_report = std::make_shared<const SavedTensorReport>(std::move(report));
 }
 
 SavedTensorHooksScope::~SavedTensorHooksScope() {
-  torch::autograd::set_default_engine_stub(&torch::autograd::Engine::get_base_engine);
   std::lock_guard<std::mutex> lock(g_report_mutex);
   g_report.reset();
 }
