@@ -124,7 +124,9 @@ class ProfileCliBadInput : public ::testing::TestWithParam<BadInput> {};
 
 // The broken models of the matrix, made here: a real archive cut in half, a
 // module without forward, one whose output holds no floating-point tensor,
-// and one with nothing to train.
+// one with nothing to train, and one whose graph makes a tensor on another
+// device (as a model traced on the CPU does, run on CUDA; here the other
+// device is meta, which a CPU-only machine has).
 void writeBrokenModels(const std::string& dir) {
   std::ofstream(dir + "/not_a_model.pt") << "this is not a zip archive";
   const std::string whole = readWholeFile(testModel("mlp_traced.pt"));
@@ -143,6 +145,13 @@ def forward(self, x):
     return torch.relu(x).sum()
 )JIT");
   untrainable.save(dir + "/untrainable.pt");
+  torch::jit::Module other_device("acprof_test.OtherDevice");
+  other_device.register_parameter("w", at::ones({4}).requires_grad_(), false);
+  other_device.define(R"JIT(
+def forward(self, x):
+    return x * self.w + torch.zeros([4], device="meta")
+)JIT");
+  other_device.save(dir + "/other_device.pt");
 }
 
 TEST_P(ProfileCliBadInput, FailsWithOneLineAndWritesNothing) {
@@ -204,6 +213,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "no floating-point tensor"},
         BadInput{"NothingToTrain", "profile untrainable.pt --input 'float32[2,4]' -o out.json",
                  "does not require grad"},
+        BadInput{"GraphFixesAnotherDevice", "profile other_device.pt --input 'float32[2,4]' -o out.json",
+                 "the model's graph fixes the device meta in 1 op(s) (first: aten::zeros"},
         // CI and the developers' machines have no GPU; the CUDA build still loads there.
         BadInput{"CudaWithoutAGpu", "profile MLP --device cuda -o out.json",
                  "no CUDA GPU is visible to this process"}),

@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/cuda.h>
 #include <torch/version.h>
 #include <fmt/format.h>
 
@@ -19,6 +20,7 @@
 #include "acprof/cut_facts.h"
 #include "acprof/files.h"
 #include "acprof/forward_graph.h"
+#include "fixed_devices.h"
 #include "acprof/optimizer.h"
 #include "acprof/training_step.h"
 #include "instrumented_graph.h"
@@ -202,6 +204,22 @@ class IterationRunner {
   }
 
  private:
+  // A forward that failed in a graph that makes tensors on another device: that
+  // is the cause to name, not the inputs.
+  void throwIfTracedOnAnotherDevice(const std::exception& failure) {
+    const std::optional<FixedDeviceUse> fixed = fixedOtherDevice(module_, module_device_type_);
+    if (!fixed) return;
+    const std::string run_device = c10::DeviceTypeName(module_device_type_, /*lower_case=*/true);
+    const c10::DeviceType fixed_type = c10::Device(fixed->device).type();
+    const bool profilable_there = fixed_type == c10::DeviceType::CPU || fixed_type == c10::DeviceType::CUDA;
+    throw RecordError(fmt::format(
+        "the model's graph fixes the device {} in {} op(s) (first: {}; torch.jit.trace records the device of "
+        "every tensor forward makes), so it cannot run on {} ({}); export it with the model and inputs on {}{}",
+        fixed->device, fixed->op_count, fixed->first_op, run_device, oneLineTorchError(failure), run_device,
+        profilable_there ? fmt::format(", or profile it with --device {}", c10::DeviceTypeName(fixed_type, true))
+                         : ""));
+  }
+
   void runSteps(const std::function<c10::IValue()>& forward, IterationOutcome& outcome, c10::IValue& output,
                 at::Tensor& loss) {
     // Forward and the loss run under autocast, as `with torch.autocast(...)` around them would.
@@ -212,6 +230,7 @@ class IterationRunner {
     } catch (const RecordError&) {
       throw;
     } catch (const std::exception& e) {  // c10::Error, or the interpreter's own error types
+      throwIfTracedOnAnotherDevice(e);
       std::string specs;
       for (const InputSpec& s : run_.input_specs) specs += (specs.empty() ? "" : " ") + s.text;
       throw RecordError(fmt::format("the inputs {} do not fit the model: {}; pass the shapes forward expects with "
@@ -441,8 +460,11 @@ Profile recordProfile(const RecordOptions& options) {
       std::vector<c10::IValue> stack = forwardArguments(module, run.inputs);
       std::optional<AutocastScope> autocast;
       if (!run.autocast.empty()) autocast.emplace(run.autocast, device_type);
+      // On CUDA the clock reads the kernels' end, not their launches'.
+      if (device_type == c10::DeviceType::CUDA) torch::cuda::synchronize();
       const int64_t start_ns = nowNs();
       c10::IValue output = module.forward(stack);
+      if (device_type == c10::DeviceType::CUDA) torch::cuda::synchronize();
       times_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
       return output;
     };
