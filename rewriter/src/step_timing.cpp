@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <ATen/Context.h>
+#include <torch/cuda.h>
 
 #include "acprof/model_file.h"
 #include "acprof/run_modes.h"
@@ -17,14 +18,21 @@
 namespace acprof {
 namespace {
 
+// On CUDA the step's kernels run after their launches return: the clock reads
+// the device's end, not the host's.
+void waitForDevice(const StepConfig& config) {
+  if (config.run.device.rfind("cuda", 0) == 0) torch::cuda::synchronize();
+}
+
 // Forward, loss, backward and the optimizer step, as the profile measured them:
 // the plan's extra time is a share of that whole iteration.
 double stepTimeUs(torch::jit::Module& module, Optimizer& optimizer, const std::vector<at::Tensor>& inputs,
                   const at::Tensor& target, const StepConfig& config) {
+  waitForDevice(config);
   const auto start = std::chrono::steady_clock::now();
   runTrainingStep(module, inputs, target, config);
   optimizer.step();
-  if (config.run.device.rfind("cuda", 0) == 0) at::globalContext().lazyInitCUDA();
+  waitForDevice(config);
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 }
 
