@@ -506,7 +506,7 @@ def make_runners(args, bench: BenchModel, stored, work: str, model_path: str) ->
     add(Row("eager", "selective checkpoint every block (save matmuls)"),
         lambda: wrap_blocks(bench, device, selective_context))
     raise_recompile_limit()
-    for budget in [None] + args.compile_budgets:
+    for budget in ([None] + args.compile_budgets) if args.compile else []:
         row = Row("torch.compile", "inductor, no budget" if budget is None else f"activation_memory_budget {budget}",
                   baseline=budget is None)
         add(row, lambda: torch.compile(build_seeded(bench, device), backend=inductor_with_budget(budget)))
@@ -682,6 +682,14 @@ def frontier_svg(title: str, rows: List[Row]) -> str:
     return "\n".join(out) + "\n"
 
 
+def export_traced(bench: BenchModel, training: specs.TrainingSpecs, path: str, device: str) -> None:
+    """Traced on the device it will train on: a trace records the device of every tensor forward
+    makes (GPT-2's position ids), so a model traced on the CPU fails on CUDA."""
+    example = [t.to(device) for t in specs.make_tensors(training.inputs)]
+    export.export(build_seeded(bench, device), example, path, "traced", training.inputs, training.target,
+                  training.loss, training.autocast)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--acprof", help="the acprof binary (an installed one); without it, the peers' rows only")
@@ -697,6 +705,8 @@ def main() -> int:
                         help="comma-separated `acprof plan --budget` values; the floor is always added")
     parser.add_argument("--compile-budgets", default=",".join(str(b) for b in COMPILE_BUDGETS),
                         help="comma-separated activation_memory_budget values for torch.compile's rows")
+    parser.add_argument("--no-compile", dest="compile", action="store_false",
+                        help="leave out torch.compile's rows (their compiles take minutes on a cold cache)")
     parser.add_argument("--export-only", metavar="FILE",
                         help="only export the model (traced, with its specs and --autocast) to FILE, then stop")
     parser.add_argument("--work", default="build/bench-head-to-head", help="directory for models, profiles, plans")
@@ -716,8 +726,7 @@ def main() -> int:
     bench = bench_model(args.model)
     t = bench.training if args.autocast is None else dataclasses.replace(bench.training, autocast=args.autocast)
     if args.export_only:
-        export.export(build_seeded(bench), specs.make_tensors(t.inputs), args.export_only, "traced", t.inputs,
-                      t.target, t.loss, t.autocast)
+        export_traced(bench, t, args.export_only, args.device)
         return 0
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda, but this torch sees no CUDA GPU")
@@ -728,8 +737,7 @@ def main() -> int:
         torch.ops.load_library(args.ops or os.path.join(os.path.dirname(args.acprof), "..", "lib",
                                                         "libacprof_ops.so"))
     model_path = os.path.join(work, "model.pt")
-    export.export(build_seeded(bench), specs.make_tensors(t.inputs), model_path, "traced", t.inputs, t.target,
-                  t.loss, t.autocast)
+    export_traced(bench, t, model_path, args.device)
     _, stored = training_step.load_with_specs(model_path)
 
     started = time.time()

@@ -12,15 +12,17 @@
 #   1. builds acprof and its op library against that python3's torch, while the peers' rows of
 #      scripts/bench_head_to_head.py (eager, per-block and selective checkpointing, torch.compile
 #      with activation_memory_budget 0.5 and 0.2) run on the GPU without acprof, niced: they fill
-#      inductor's caches for stage 3, and stand in for it if stage 3 runs out of time;
-#   2. end to end at --device cuda under bfloat16 autocast, on Hugging Face GPT-2 124M (random
-#      init, 8 x 1024 tokens) and torchvision ResNet-50 (batch 64, 224x224): profile, plan at 60 %
-#      and at the floor, rewrite (verified bit for bit under deterministic algorithms; where the
-#      model has an op with no deterministic kernel, again within a tolerance, and the outcome
-#      names the mode), re-profiled, timed;
-#   3. the head-to-head benchmark at float32 with acprof's rows (60 % and its floor, each
-#      profiled, planned, rewritten, verified and re-profiled by acprof), GPT-2 then ResNet-50;
-#   4. the stage 2 runs at float32, for their timing and reserved bytes.
+#      inductor's caches for stage 2's benchmark, and stand in for it if it runs out of time;
+#   2. per model, Hugging Face GPT-2 124M (random init, 8 x 1024 tokens) then torchvision
+#      ResNet-50 (batch 64, 224x224), each traced on the GPU:
+#      - the head-to-head benchmark at float32 with acprof's rows (60 % and its floor, each
+#        profiled, planned, rewritten, verified and re-profiled by acprof);
+#      - end to end at --device cuda under bfloat16 autocast: profile, plan at 60 % and at the
+#        floor, rewrite (verified bit for bit under deterministic algorithms; where the model
+#        has an op with no deterministic kernel, again within a tolerance, and the outcome
+#        names the mode), re-profiled, timed;
+#   3. the end to end runs at float32, for their timing and reserved bytes.
+# ACPROF_GPU_COMPILE=0 leaves torch.compile's rows out of stages 1 and 2.
 # Every command's output and every profile, plan and outcome are kept; summary.txt has the
 # lines that matter. With OUT set (the device tool), $OUT gets summary.txt, gpu-check.tar.gz (logs,
 # plans, outcomes, benchmark results) and gpu-profiles.tar.gz (the profiles), rewritten after each
@@ -95,8 +97,12 @@ say "gpu_check: $(nproc) cores; $(g++ --version | head -1); $(cmake --version | 
 
 # --- 1. build, and the peers' rows meanwhile ------------------------------------------------
 bench=(scripts/bench_head_to_head.py --device "$device" --compile-budgets 0.5,0.2)
+# ACPROF_GPU_COMPILE=0 leaves torch.compile out (no peers' rows during the build, none in the
+# benchmark): for a second run on a fresh machine, whose cold inductor caches take minutes.
+[ "${ACPROF_GPU_COMPILE:-1}" = 0 ] && bench+=(--no-compile)
 # Niced: the build is what every later stage waits for.
 (
+  [ "${ACPROF_GPU_COMPILE:-1}" = 0 ] && exit 0
   for model in "${models[@]}"; do
     within 60 nice -n 19 "$python" "${bench[@]}" --model "$model" --rounds 3 --work "$results/peers-only" \
       > "$results/peers-only-$model.log" 2>&1
@@ -133,7 +139,7 @@ done
 bring_back
 [ -n "$acprof" ] || { say "gpu_check: no acprof, stopping"; bring_back; exit 1; }
 
-# --- 2. end to end at --device cuda ---------------------------------------------------------
+# --- 2 and 3: end to end at --device cuda, and the benchmark ----------------------------------
 # run NAME ARGS...: one acprof command in the current directory, its output in NAME.log and its
 # outcome in NAME.outcome.json; prints its exit code.
 run() {
@@ -158,7 +164,7 @@ e2e() {
   local model=$1 autocast=$2
   local work="$results/e2e/$model-${autocast:-float32}"
   mkdir -p "$work"
-  "$python" scripts/bench_head_to_head.py --model "$model" --export-only "$work/model.pt" \
+  "$python" scripts/bench_head_to_head.py --model "$model" --device "$device" --export-only "$work/model.pt" \
       ${autocast:+--autocast "$autocast"} > "$work/export.log" 2>&1 || { say "e2e $model ${autocast:-float32}: export FAILED"; return; }
   (
     cd "$work"
@@ -191,7 +197,7 @@ e2e() {
   bring_back
 }
 
-# --- 3. the head-to-head benchmark with acprof's rows ---------------------------------------
+# --- the head-to-head benchmark with acprof's rows --------------------------------------------
 head_to_head() {
   local model=$1
   pkill -f -- "--work $results/peers-only" 2>/dev/null
@@ -202,11 +208,13 @@ head_to_head() {
   bring_back
 }
 
-# In order of what is worth most if time runs out: bfloat16 end to end (only here), the
-# benchmarks (their acprof rows are float32 end to end runs, verified and measured), then the
+# Model by model, in order of what is worth most if time runs out: the benchmark (its acprof
+# rows are float32 end to end runs, verified and measured), then bfloat16 end to end; last, the
 # float32 end to end runs (their timing and reserved bytes).
-for model in "${models[@]}"; do [ "$(left)" -gt 100 ] && e2e "$model" bfloat16; done
-for model in "${models[@]}"; do [ "$(left)" -gt 150 ] && head_to_head "$model"; done
+for model in "${models[@]}"; do
+  [ "$(left)" -gt 90 ] && head_to_head "$model"
+  [ "$(left)" -gt 60 ] && e2e "$model" bfloat16
+done
 for model in "${models[@]}"; do [ "$(left)" -gt 60 ] && e2e "$model" ""; done
 pkill -f -- "--work $results/peers-only" 2>/dev/null
 say "gpu_check: done, $(left) s before the deadline"
