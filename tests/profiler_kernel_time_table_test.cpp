@@ -42,4 +42,12 @@ TEST(KernelTimeTable, TakingEmptiesTheTableSoIterationsDoNotMix) {
 }
 
 }  // namespace
+// Times of 0 for some steps are kernels' absence (a view launches none); times
+// of 0 for all of them are the timer's failure.
+TEST(KernelTimeTable, AnIterationWithNoKernelTimeAtAllIsTheTimersFailure) {
+  EXPECT_TRUE(noKernelTimeLinked({0, 0, 0}));
+  EXPECT_FALSE(noKernelTimeLinked({0, 12.5, 0}));
+  EXPECT_FALSE(noKernelTimeLinked({}));
+}
+
 }  // namespace acprof

@@ -3,6 +3,7 @@
 #include <cupti.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 #include <vector>
 
@@ -56,20 +57,26 @@ void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
 
 class CuptiKernelTimer : public GpuKernelTimer {
  public:
+  // An external correlation record is made only beside a runtime or driver API
+  // record (as PyTorch's Kineto enables them together): without those kinds,
+  // kernels arrive with nothing linking them to a step.
+  static constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                                  CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+
   static std::unique_ptr<GpuKernelTimer> start() {
     if (cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted) != CUPTI_SUCCESS) return nullptr;
-    if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) return nullptr;
-    if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != CUPTI_SUCCESS) {
-      cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-      return nullptr;
+    for (size_t enabled = 0; enabled < std::size(kKinds); ++enabled) {
+      if (cuptiActivityEnable(kKinds[enabled]) != CUPTI_SUCCESS) {
+        for (size_t i = 0; i < enabled; ++i) cuptiActivityDisable(kKinds[i]);
+        return nullptr;
+      }
     }
     return std::unique_ptr<GpuKernelTimer>(new CuptiKernelTimer());
   }
 
   ~CuptiKernelTimer() override {
     cuptiActivityFlushAll(1);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    for (const CUpti_ActivityKind kind : kKinds) cuptiActivityDisable(kind);
   }
 
   void enterStep(uint64_t step_key) override { cuptiActivityPushExternalCorrelationId(kCorrelationKind, step_key); }

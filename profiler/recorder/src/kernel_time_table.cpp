@@ -1,5 +1,7 @@
 #include "kernel_time_table.h"
 
+#include <algorithm>
+
 namespace acprof {
 
 void KernelTimeTable::addKernel(uint32_t correlation_id, uint64_t start_ns, uint64_t end_ns) {
@@ -20,6 +22,11 @@ std::unordered_map<uint64_t, double> KernelTimeTable::takeKernelTimeUsByStep() {
   kernel_us_by_correlation_.clear();
   step_by_correlation_.clear();
   return by_step;
+}
+
+bool noKernelTimeLinked(const std::vector<double>& step_time_us) {
+  return !step_time_us.empty() &&
+         std::all_of(step_time_us.begin(), step_time_us.end(), [](double time_us) { return time_us == 0; });
 }
 
 }  // namespace acprof

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 namespace acprof {
 
@@ -25,5 +26,10 @@ class KernelTimeTable {
   std::unordered_map<uint32_t, double> kernel_us_by_correlation_;
   std::unordered_map<uint32_t, uint64_t> step_by_correlation_;
 };
+
+// Whether an iteration's step times from kernels say nothing: steps, and every
+// one at 0. On an H100 CUPTI once linked no kernel to any step; a profile of
+// such times is refused rather than written (its plans would weigh nothing).
+bool noKernelTimeLinked(const std::vector<double>& step_time_us);
 
 }  // namespace acprof

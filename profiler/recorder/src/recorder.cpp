@@ -24,6 +24,7 @@
 #include "acprof/optimizer.h"
 #include "acprof/training_step.h"
 #include "instrumented_graph.h"
+#include "kernel_time_table.h"
 #include "recording_session.h"
 #include "acprof/event_stream.h"
 
@@ -517,6 +518,14 @@ Profile recordProfile(const RecordOptions& options) {
   std::vector<double> step_time_us(record.steps.size());
   for (size_t s = 0; s < samples.size(); ++s) step_time_us[s] = median(samples[s]);
   if (record.time_source == "cpu_wall") removeProbeCost(record, median(plain_forward_us), step_time_us);
+  // A timer that linked no kernel to any step would leave a profile whose op
+  // times are all 0, which no plan's time could be weighed by.
+  if (record.time_source == "cupti_kernels" && noKernelTimeLinked(step_time_us))
+    throw Error(ErrorKind::Internal,
+                fmt::format("CUPTI linked no kernel time to any of the iteration's {} steps, so the profile would "
+                            "have no op times; profile without ACPROF_CUPTI=1 (op times then come from wall clocks "
+                            "with the device synchronized at each op)",
+                            step_time_us.size()));
   if (median(plain_forward_us) > 0)
     profile.meta.forward_without_grad_ratio =
         std::min(1.0, median(no_grad_forward_us) / median(plain_forward_us));

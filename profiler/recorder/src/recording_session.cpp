@@ -50,12 +50,15 @@ void backwardFunctionEnded(const at::RecordFunction& /*fn*/, at::ObserverContext
   if (session && context) session->onBackwardFunctionEnd(static_cast<BackwardStepContext*>(context)->step);
 }
 
-// ACPROF_CUPTI=0 leaves CUPTI alone: step times then come from wall clocks with
-// the device synchronized at each step. For a machine where CUPTI is refused or
-// held by another profiler, so that memory can still be recorded.
+// CUDA step times come from wall clocks with the device synchronized at each
+// step, unless ACPROF_CUPTI=1 asks for CUPTI's kernel times. Off by default:
+// on an H100 (torch 2.11, 2026-11-28) CUPTI delivered no kernel time for any
+// step, every op timed 0, and the planner had no costs to weigh. Its external
+// correlation records come only with API records, which the timer now asks
+// for too; not yet seen working on a GPU.
 bool cuptiWanted() {
   const char* setting = std::getenv("ACPROF_CUPTI");
-  return setting == nullptr || std::string(setting) != "0";
+  return setting != nullptr && std::string(setting) == "1";
 }
 
 }  // namespace
