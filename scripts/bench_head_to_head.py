@@ -410,17 +410,7 @@ def acprof_models(acprof: str, work: str, model_path: str, args) -> List[tuple]:
     """(row, model file) for the TorchScript baseline and each acprof budget; a row without a file
     is finished (below the floor, or failed)."""
     device, budgets, tolerance = args.device, args.acprof_budgets, args.rewrite_tolerance
-    profile = ["profile", model_path, "-o", "profile.json", "--iters", "3", "--device", device]
-    try:
-        run_acprof(acprof, profile, work)
-    except RuntimeError as error:
-        if device != "cuda" or os.environ.get("ACPROF_CUPTI") == "0":
-            raise
-        # Once more without CUPTI (op times from synchronized wall clocks), for this profile and
-        # the rewrites' re-profiles; the log says so.
-        log(f"acprof profile failed ({error}); again with ACPROF_CUPTI=0")
-        os.environ["ACPROF_CUPTI"] = "0"
-        run_acprof(acprof, profile, work)
+    run_acprof(acprof, ["profile", model_path, "-o", "profile.json", "--iters", "3", "--device", device], work)
     profiled = acprof_peak(os.path.join(work, "profile.json"))
     rows = [(Row("TorchScript", "baseline", baseline=True, acprof_peak_bytes=profiled), model_path)]
     run_acprof(acprof, ["plan", "profile.json", "--budget", "1", "-o", "plan-floor.json",
