@@ -13,6 +13,7 @@
 #include "acprof/profile_format.h"
 #include "acprof/recorder.h"
 #include "commands.h"
+#include "cublas_workspace.h"
 #include "eager_front_end.h"
 #include "output_paths.h"
 #include "profile_summary.h"
@@ -68,6 +69,7 @@ void runProfile(const ProfileArgs& args) {
   if (args.record.model_path.empty())
     throw Error(ErrorKind::Usage, "pass a TorchScript model file (model.pt), or --module pkg.mod:make_model for an "
                                   "eager nn.Module");
+  useDeterministicCublasWorkspace();  // as the rewrite will (cublas_workspace.h)
   RecordOptions options = args.record;
   options.run.executor_optimize = args.jit_optimize == "on";
   options.command_line = commandLine();

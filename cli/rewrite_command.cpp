@@ -20,6 +20,7 @@
 #include "acprof/run_modes.h"
 #include "acprof/viz.h"
 #include "commands.h"
+#include "cublas_workspace.h"
 #include "eager_front_end.h"
 #include "outcome.h"
 #include "output_paths.h"
@@ -222,9 +223,7 @@ void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchsc
   const std::optional<double> tolerance = parseTolerance(args.tolerance, args.tolerance_given);
   if (tolerance && args.no_verify)
     throw Error(ErrorKind::Usage, "--tolerance sets how to verify and --no-verify skips verifying; pass one of them");
-  // cuBLAS is deterministic only with this workspace setting, read when CUDA
-  // starts, i.e. later than this; a user's own setting wins. Unused on the CPU.
-  if (!tolerance && !args.no_verify) ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  useDeterministicCublasWorkspace();  // as the profile did (cublas_workspace.h)
   std::string model_path, plan_path;
   splitFileArguments(args.files, model_path, plan_path);
   if (!args.module.empty()) return runEagerRewrite(args, plan_path, model_path, torchscript_flags_given);
