@@ -176,6 +176,9 @@ void RecordingSession::onObservedValue(int node, int output_index, int list_inde
 }
 
 void RecordingSession::onBackwardFunctionStart(const char* name, int64_t sequence_nr) {
+  // Timed by the wall clock on CUDA too (no CUPTI): the device's work so far
+  // ends before the step's clock starts, and its own before the clock stops.
+  if (device_type_ == c10::DeviceType::CUDA && !gpu_timer_) torch::cuda::synchronize();
   addStep(Phase::Backward, -1, name ? name : "");
   if (gpu_timer_) gpu_timer_->enterStep(stepKey(currentStep()));
   std::lock_guard<std::mutex> lock(mutex_);
@@ -184,6 +187,7 @@ void RecordingSession::onBackwardFunctionStart(const char* name, int64_t sequenc
 
 void RecordingSession::onBackwardFunctionEnd(int step) {
   if (gpu_timer_) gpu_timer_->leaveStep();
+  if (device_type_ == c10::DeviceType::CUDA && !gpu_timer_) torch::cuda::synchronize();
   std::lock_guard<std::mutex> lock(mutex_);
   if (recording_ && step >= 0 && step < static_cast<int>(current_.steps.size())) current_.steps[step].end_ns = nowNs();
 }
