@@ -75,12 +75,21 @@ void SegmentSetSearch::collectSegmentEnds(int lo, int hi) {
   // on a whole 10k-node graph one first node takes about a second, so
   // counting 256 of them between clock reads ran --time-limit 10 for 340 s.
   for (int i = lo; i < hi && !pastDeadline(); ++i)
-    for (int j = i; j < hi && ((j - i) % kClockInterval != 0 || !pastDeadline()); ++j) {
-      const NodeRange range{index_.compute_nodes[i], index_.compute_nodes[j]};
-      if (!simulator_.segmentProblem(range).empty()) continue;
-      const SegmentTiming timing = segmentTiming(index_, range);
-      if (timing.has_backward && freesSomethingEarlier(timing)) segment_ends_[i].push_back(j);
-    }
+    for (int j = i; j < hi && ((j - i) % kClockInterval != 0 || !pastDeadline()); ++j)
+      if (usableSegment(i, j)) segment_ends_[i].push_back(j);
+}
+
+bool SegmentSetSearch::usableSegment(int first, int last) {
+  const uint64_t key = (static_cast<uint64_t>(first) << 32) | static_cast<uint32_t>(last);
+  if (const auto known = usable_segment_.find(key); known != usable_segment_.end()) return known->second;
+  const NodeRange range{index_.compute_nodes[first], index_.compute_nodes[last]};
+  bool usable = simulator_.segmentProblem(range).empty();
+  if (usable) {
+    const SegmentTiming timing = segmentTiming(index_, range);
+    usable = timing.has_backward && freesSomethingEarlier(timing);
+  }
+  usable_segment_.emplace(key, usable);
+  return usable;
 }
 
 bool SegmentSetSearch::freesSomethingEarlier(const SegmentTiming& timing) const {
