@@ -14,8 +14,8 @@ constexpr long kClockInterval = 256;
 }  // namespace
 
 SegmentSetSearch::SegmentSetSearch(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
-                                   SegmentChoice choice)
-    : simulator_(simulator), index_(simulator.index()), budget_bytes_(budget_bytes), choice_(choice), tracker_(index_) {
+                                   UsableSegments& usable)
+    : simulator_(simulator), index_(simulator.index()), budget_bytes_(budget_bytes), usable_(usable), tracker_(index_) {
   collectSettledLeaves();
   tracker_.replace({}, start);
   for (const NodeRange& r : start) time_ += rangeTime(r);
@@ -65,10 +65,7 @@ bool SegmentSetSearch::outOfTime() {
 }
 
 // For each compute node of the window, the compute nodes of the window a
-// segment starting there may end at: a legal range (cut_rules.h) with a
-// backward that drops a tensor or, with SegmentChoice::EveryEarlierFree,
-// frees one earlier (memory_rules.h). A segment that frees nothing earlier
-// only adds time and held inputs, so no best plan holds one.
+// segment starting there may end at (usable_segments.h).
 void SegmentSetSearch::collectSegmentEnds(int lo, int hi) {
   segment_ends_.assign(computeNodeCount(), {});
   // The clock, not outOfTime(): listing the ends is not a search step, and
@@ -76,29 +73,7 @@ void SegmentSetSearch::collectSegmentEnds(int lo, int hi) {
   // counting 256 of them between clock reads ran --time-limit 10 for 340 s.
   for (int i = lo; i < hi && !pastDeadline(); ++i)
     for (int j = i; j < hi && ((j - i) % kClockInterval != 0 || !pastDeadline()); ++j)
-      if (usableSegment(i, j)) segment_ends_[i].push_back(j);
-}
-
-bool SegmentSetSearch::usableSegment(int first, int last) {
-  const uint64_t key = (static_cast<uint64_t>(first) << 32) | static_cast<uint32_t>(last);
-  if (const auto known = usable_segment_.find(key); known != usable_segment_.end()) return known->second;
-  const NodeRange range{index_.compute_nodes[first], index_.compute_nodes[last]};
-  bool usable = simulator_.segmentProblem(range).empty();
-  if (usable) {
-    const SegmentTiming timing = segmentTiming(index_, range);
-    usable = timing.has_backward && freesSomethingEarlier(timing);
-  }
-  usable_segment_.emplace(key, usable);
-  return usable;
-}
-
-bool SegmentSetSearch::freesSomethingEarlier(const SegmentTiming& timing) const {
-  for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
-    for (const int* t = index_.tensors_produced_by_node.begin(n); t != index_.tensors_produced_by_node.end(n); ++t)
-      if (choice_ == SegmentChoice::EveryEarlierFree ? checkpointMayFreeEarlier(index_, *t, timing)
-                                                      : droppedByCheckpoint(insideRole(index_, *t, timing)))
-        return true;
-  return false;
+      if (usable_.usable(i, j)) segment_ends_[i].push_back(j);
 }
 
 // Segments that start at compute node i or later change the timeline only

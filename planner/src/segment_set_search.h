@@ -13,28 +13,23 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "acprof/simulator.h"
 #include "peak_tracker.h"
 #include "profile_index.h"
+#include "usable_segments.h"
 
 namespace acprof {
-
-// Which segments a search tries: those whose checkpoint drops a tensor, or
-// also those that only end the saves of an output (checkpointMayFreeEarlier
-// in memory_rules.h), which the exact solver and the refinement of mu-two's
-// plan try; the refinement of Chen's plan and the repair after dropping a
-// segment keep to the first (solver_refined.cpp says why).
-enum class SegmentChoice { Dropping, EveryEarlierFree };
 
 class SegmentSetSearch {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // `usable` says which ranges may be segments (and which kind it tries); it
+  // may be shared by searches on one thread, and must outlive this one.
   SegmentSetSearch(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
-                   SegmentChoice choice);
+                   UsableSegments& usable);
 
   void stopAt(Clock::time_point deadline) { deadline_ = deadline; }
   // A fresh allowance of search steps for the next window, after a window
@@ -63,8 +58,6 @@ class SegmentSetSearch {
   bool pastDeadline();
   bool outOfTime();
   void collectSegmentEnds(int lo, int hi);
-  bool freesSomethingEarlier(const SegmentTiming& timing) const;
-  bool usableSegment(int first, int last);
   void collectSettledLeaves();
   int64_t settledPeak(int i) const;
   bool hopeless(int i, double time_us) const;
@@ -73,19 +66,13 @@ class SegmentSetSearch {
   const Simulator& simulator_;
   const ProfileIndex& index_;
   const int64_t budget_bytes_;
-  const SegmentChoice choice_;
+  UsableSegments& usable_;
   PeakTracker tracker_;   // holds the current decision (outside a window search)
   double time_ = 0;       // its extra time
   std::vector<int> settled_forward_end_;     // per compute node index: leaves before this are final
   std::vector<int> settled_backward_begin_;  // and leaves from this on
   // The window being searched.
-  std::vector<std::vector<int>> segment_ends_;  // per compute node index, indices of legal last nodes
-  // Whether a range (first and last compute node index) may be a segment, as
-  // collectSegmentEnds judges it: a property of the range alone, asked again by
-  // every window that overlaps it and by every pass. Judging is most of the
-  // window search's work on a large real graph (GPT-2 124M, 1218 nodes: a 33 s
-  // floor search was 70 % cut rules and segment timing).
-  std::unordered_map<uint64_t, bool> usable_segment_;
+  std::vector<std::vector<int>> segment_ends_;  // per compute node index, indices of usable last nodes
   int window_hi_ = 0;
   std::vector<NodeRange> chosen_;       // the window's segments on the current branch
   std::vector<NodeRange> best_window_;  // the best window segments so far

@@ -43,7 +43,8 @@ SolverResult solveOptimal(const Simulator& simulator, int64_t budget_bytes, doub
   const Clock::time_point start = Clock::now();
   // The refined plan is the first incumbent: the search then only looks for better ones.
   const SolverResult incumbent = solveRefined(simulator, budget_bytes);
-  SegmentSetSearch search(simulator, budget_bytes, incumbent.decision, SegmentChoice::EveryEarlierFree);
+  UsableSegments usable(simulator, SegmentChoice::EveryEarlierFree);
+  SegmentSetSearch search(simulator, budget_bytes, incumbent.decision, usable);
   search.stopAt(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s)));
   const bool complete = search.improveWindow(0, search.computeNodeCount());
   SolverResult result;

@@ -206,7 +206,7 @@ bool windowSearchApplies(const Simulator& simulator) {
 // dropped in turn and the window search repairs the rest; the repaired plan
 // replaces the plan where it is better for the budget.
 SolverResult improveByDroppingSegments(const Simulator& simulator, int64_t budget_bytes, SolverResult best,
-                                       long visits) {
+                                       long visits, UsableSegments& dropping) {
   if (best.simulation.peak_bytes > budget_bytes || best.decision.size() < 2) return best;
   const ProfileIndex& index = simulator.index();
   std::vector<NodeRange> costliest = best.decision;
@@ -221,7 +221,7 @@ SolverResult improveByDroppingSegments(const Simulator& simulator, int64_t budge
     if (at == trial.end()) continue;  // an earlier repair changed it
     trial.erase(at);
     SolverResult repaired;
-    repaired.decision = improveByWindows(simulator, budget_bytes, trial, kSearchWindow, visits_per_drop);
+    repaired.decision = improveByWindows(simulator, budget_bytes, trial, kSearchWindow, visits_per_drop, dropping);
     repaired.simulation = simulator.simulate(repaired.decision);
     if (betterForBudget(repaired, best, budget_bytes)) best = std::move(repaired);
   }
@@ -229,11 +229,11 @@ SolverResult improveByDroppingSegments(const Simulator& simulator, int64_t budge
 }
 
 SolverResult refineFrom(const Simulator& simulator, int64_t budget_bytes, const SolverResult& start,
-                        long window_visits, SegmentChoice choice) {
+                        long window_visits, UsableSegments& usable) {
   SolverResult refined;
   refined.decision = SegmentRefiner(simulator, budget_bytes, activationRanges(simulator.index())).run(start.decision);
   if (windowSearchApplies(simulator))
-    refined.decision = improveByWindows(simulator, budget_bytes, refined.decision, kSearchWindow, window_visits, choice);
+    refined.decision = improveByWindows(simulator, budget_bytes, refined.decision, kSearchWindow, window_visits, usable);
   refined.simulation = simulator.simulate(refined.decision);
   return refined;
 }
@@ -252,10 +252,16 @@ SolverResult refineFrom(const Simulator& simulator, int64_t budget_bytes, const 
 // two are compared in a fixed order, so the plan does not depend on which
 // finishes first.
 SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes) {
-  std::future<SolverResult> from_chen = std::async(std::launch::async, [&simulator, budget_bytes] {
+  // Which ranges may be segments, judged once per solve for each kind of
+  // search (usable_segments.h). The search from Chen's plan uses `dropping` on
+  // its thread; the repair uses it after that thread is done. Declared before
+  // the future, so they outlive it on every return.
+  UsableSegments dropping(simulator, SegmentChoice::Dropping);
+  UsableSegments every_earlier_free(simulator, SegmentChoice::EveryEarlierFree);
+  std::future<SolverResult> from_chen = std::async(std::launch::async, [&simulator, budget_bytes, &dropping] {
     SolverResult chen = solveChen(simulator, budget_bytes);
     if (chen.decision.empty()) return chen;
-    return refineFrom(simulator, budget_bytes, chen, kWindowVisits / 2, SegmentChoice::Dropping);
+    return refineFrom(simulator, budget_bytes, chen, kWindowVisits / 2, dropping);
   });
   SolverResult best = solveMuTwo(simulator, budget_bytes);
   // The greedy only tries segments that drop a tensor; the window search from
@@ -267,13 +273,13 @@ SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes) {
   // that search keeps to the first kind. (from_chen is waited for on return.)
   if (best.decision.empty() && (best.simulation.peak_bytes <= budget_bytes || !windowSearchApplies(simulator)))
     return best;
-  SolverResult refined = refineFrom(simulator, budget_bytes, best, kWindowVisits / 2, SegmentChoice::EveryEarlierFree);
+  SolverResult refined = refineFrom(simulator, budget_bytes, best, kWindowVisits / 2, every_earlier_free);
   if (betterForBudget(refined, best, budget_bytes)) best = std::move(refined);
   SolverResult refined_chen = from_chen.get();
   if (!refined_chen.decision.empty() && betterForBudget(refined_chen, best, budget_bytes))
     best = std::move(refined_chen);
   if (windowSearchApplies(simulator))
-    best = improveByDroppingSegments(simulator, budget_bytes, std::move(best), kWindowVisits / 2);
+    best = improveByDroppingSegments(simulator, budget_bytes, std::move(best), kWindowVisits / 2, dropping);
   return best;
 }
 

@@ -15,8 +15,8 @@ constexpr int kWindowPasses = 2;
 }  // namespace
 
 RecomputeDecision improveByWindows(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
-                                   int window, long visit_allowance, SegmentChoice choice) {
-  SegmentSetSearch search(simulator, budget_bytes, start, choice);
+                                   int window, long visit_allowance, UsableSegments& usable) {
+  SegmentSetSearch search(simulator, budget_bytes, start, usable);
   const int count = search.computeNodeCount();
   const int stride = std::max(1, window / 2);
   // The first pass lets each window take what it needs of half the

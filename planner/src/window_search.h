@@ -10,11 +10,13 @@
 #pragma once
 
 #include "acprof/simulator.h"
-#include "segment_set_search.h"  // SegmentChoice
+#include "usable_segments.h"
 
 namespace acprof {
 
+// `usable` (which ranges may be segments, and of which kind) may be shared by
+// the window searches of one solve on one thread: they ask it of the same ranges.
 RecomputeDecision improveByWindows(const Simulator& simulator, int64_t budget_bytes, const RecomputeDecision& start,
-                                   int window, long visit_allowance, SegmentChoice choice = SegmentChoice::Dropping);
+                                   int window, long visit_allowance, UsableSegments& usable);
 
 }  // namespace acprof

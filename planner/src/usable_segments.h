@@ -1,0 +1,46 @@
+// Which ranges the segment-set search (segment_set_search.h) may use as
+// segments: a legal range (cut_rules.h) with a backward, whose checkpoint
+// drops a tensor or, with SegmentChoice::EveryEarlierFree, frees one earlier
+// (memory_rules.h). A segment that frees nothing earlier only adds time and
+// held inputs, so no best plan holds one.
+//
+// The answer depends on the range alone and is kept: the window search asks it
+// of the same ranges in every overlapping window, every pass and every repair
+// of one solve, and judging was most of its work on a large real graph (GPT-2
+// 124M profiled on an H100, 1218 nodes: its floor search took 24.5 s judging
+// each time it asked). Not thread-safe: one per thread.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+
+#include "acprof/simulator.h"
+#include "memory_rules.h"  // SegmentTiming
+#include "profile_index.h"
+
+namespace acprof {
+
+// Which segments a search tries: those whose checkpoint drops a tensor, or
+// also those that only end the saves of an output (checkpointMayFreeEarlier
+// in memory_rules.h), which the exact solver and the refinement of mu-two's
+// plan try; the refinement of Chen's plan and the repair after dropping a
+// segment keep to the first (solver_refined.cpp says why).
+enum class SegmentChoice { Dropping, EveryEarlierFree };
+
+class UsableSegments {
+ public:
+  UsableSegments(const Simulator& simulator, SegmentChoice choice);
+
+  // The range from compute node index `first` to `last` (ProfileIndex::compute_nodes).
+  bool usable(int first, int last);
+
+ private:
+  bool freesSomethingEarlier(const SegmentTiming& timing) const;
+
+  const Simulator& simulator_;
+  const ProfileIndex& index_;
+  const SegmentChoice choice_;
+  std::unordered_map<uint64_t, bool> judged_;  // key: first << 32 | last
+};
+
+}  // namespace acprof
