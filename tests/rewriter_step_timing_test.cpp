@@ -1,5 +1,5 @@
 // When acprof rewrite stops timing pairs of steps, and how sure the measured
-// extra time is (rewriter.h: medianStandardError, moreTimedPairsWanted, whyTimingStops).
+// extra time is (rewriter.h: medianStandardError, whyTimingStops).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -34,6 +34,11 @@ TEST(StepTiming, MedianStandardErrorFollowsTheSpreadAndTheCountNotTheOutliers) {
 // the next varies by ±15 %) and as a quiet machine would.
 const std::vector<double> kNoisyShares = {-0.11, 0.07, 0.17, -0.15, 0.21};
 const std::vector<double> kQuietShares = {0.101, 0.098, 0.100, 0.103, 0.099};
+
+// Whether the timing takes another pair: no limit has ended the pairs yet.
+bool moreTimedPairsWanted(const std::vector<double>& extra_shares, double timed_seconds, int min_rounds) {
+  return !whyTimingStops(extra_shares, timed_seconds, min_rounds).has_value();
+}
 
 TEST(StepTiming, PairsGoOnWhileShortOrImpreciseAndStopAtTheLimits) {
   // Fewer pairs than asked for: always more.

@@ -66,10 +66,6 @@ std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares
   return std::nullopt;
 }
 
-bool moreTimedPairsWanted(const std::vector<double>& extra_shares, double timed_seconds, int min_rounds) {
-  return !whyTimingStops(extra_shares, timed_seconds, min_rounds).has_value();
-}
-
 StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
                       int min_rounds) {
   const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.run.device, config.run.seed);

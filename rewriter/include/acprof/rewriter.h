@@ -84,8 +84,8 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
 // Wall time of one training step (forward, loss, backward, optimizer) of the
 // original and of the rewritten model, alternated in one process after one
 // warm-up step each, so that both are timed on the same machine state: at
-// least `min_rounds` pairs, then more (never over kMostTimedRounds) while
-// moreTimedPairsWanted says so.
+// least `min_rounds` pairs, then more (never over kMostTimedRounds) until
+// whyTimingStops names a reason to stop.
 constexpr int kMostTimedRounds = 50;
 constexpr double kLeastTimedSeconds = 1.0;
 constexpr double kMostTimedSeconds = 10.0;
@@ -118,13 +118,12 @@ StepTimes timeRewrite(const std::string& original_path, const std::string& rewri
 // robust to the odd step a busy machine stretches. None under 4 values.
 std::optional<double> medianStandardError(std::vector<double> values);
 
-// After `min_rounds` pairs, more while the pairs have taken under
-// kLeastTimedSeconds (short steps), or while the median share's standard
-// error is over kTimedStandardError of the step (or too few pairs to say) and they have taken under
-// kMostTimedSeconds: one step to the next varied by ±15 % on a shared 2-core
-// machine, so five pairs left the median uncertain by about 10 % of the step.
-// whyTimingStops is the same rule, naming which limit ends the pairs (none while more are wanted).
-bool moreTimedPairsWanted(const std::vector<double>& extra_shares, double timed_seconds, int min_rounds);
+// Which limit ends the pairs, or none while more are wanted: after `min_rounds`
+// pairs, more while the pairs have taken under kLeastTimedSeconds (short
+// steps), or while the median share's standard error is over
+// kTimedStandardError of the step (or too few pairs to say) and they have taken
+// under kMostTimedSeconds: one step to the next varied by ±15 % on a shared
+// 2-core machine, so five pairs left the median uncertain by about 10 % of the step.
 std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares, double timed_seconds,
                                          int min_rounds);
 
