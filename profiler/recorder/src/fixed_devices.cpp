@@ -15,11 +15,11 @@ void collect(const torch::jit::Block* block, c10::DeviceType run_device, std::op
       if (device.type() == run_device) continue;
       if (!found) {
         const std::string scope = moduleScope(node);
-        found = FixedDeviceUse{device.str(), 0,
+        found = FixedDeviceUse{device, 0,
                                scope.empty() ? node->kind().toQualString()
                                              : fmt::format("{} in {}", node->kind().toQualString(), scope)};
       }
-      if (device.str() == found->device) ++found->op_count;
+      if (device == found->device) ++found->op_count;
       break;  // one count per op
     }
     for (const torch::jit::Block* inner : node->blocks()) collect(inner, run_device, found);

@@ -8,13 +8,14 @@
 #include <optional>
 #include <string>
 
+#include <c10/core/Device.h>
 #include <c10/core/DeviceType.h>
 #include <torch/script.h>
 
 namespace acprof {
 
 struct FixedDeviceUse {
-  std::string device;      // "cpu", as the graph names it
+  c10::Device device;      // as the graph names it: cpu, cuda:0
   int op_count = 0;        // ops given that device as a constant
   std::string first_op;    // "aten::arange in transformer"
 };

@@ -211,14 +211,14 @@ class IterationRunner {
     const std::optional<FixedDeviceUse> fixed = fixedOtherDevice(module_, module_device_type_);
     if (!fixed) return;
     const std::string run_device = c10::DeviceTypeName(module_device_type_, /*lower_case=*/true);
-    const c10::DeviceType fixed_type = c10::Device(fixed->device).type();
-    const bool profilable_there = fixed_type == c10::DeviceType::CPU || fixed_type == c10::DeviceType::CUDA;
+    const bool profilable_there = fixed->device.is_cpu() || fixed->device.is_cuda();
     throw RecordError(fmt::format(
         "the model's graph fixes the device {} in {} op(s) (first: {}; torch.jit.trace records the device of "
         "every tensor forward makes), so it cannot run on {} ({}); export it with the model and inputs on {}{}",
-        fixed->device, fixed->op_count, fixed->first_op, run_device, oneLineTorchError(failure), run_device,
-        profilable_there ? fmt::format(", or profile it with --device {}", c10::DeviceTypeName(fixed_type, true))
-                         : ""));
+        fixed->device.str(), fixed->op_count, fixed->first_op, run_device, oneLineTorchError(failure), run_device,
+        profilable_there
+            ? fmt::format(", or profile it with --device {}", c10::DeviceTypeName(fixed->device.type(), true))
+            : ""));
   }
 
   void runSteps(const std::function<c10::IValue()>& forward, IterationOutcome& outcome, c10::IValue& output,
