@@ -125,8 +125,14 @@ IterationRecord RecordingSession::endIteration() {
   return std::move(current_);
 }
 
-void RecordingSession::beginStep(Phase phase, int node, const std::string& op) {
+// Steps timed by the wall clock on CUDA (no CUPTI): the device's work so far
+// ends before a step's clock starts, and the step's own before it stops.
+void RecordingSession::synchronizeForWallClock() {
   if (device_type_ == c10::DeviceType::CUDA && !gpu_timer_) torch::cuda::synchronize();
+}
+
+void RecordingSession::beginStep(Phase phase, int node, const std::string& op) {
+  synchronizeForWallClock();
   addStep(phase, node, op);
   if (!gpu_timer_) return;
   if (main_thread_in_step_) gpu_timer_->leaveStep();
@@ -176,9 +182,7 @@ void RecordingSession::onObservedValue(int node, int output_index, int list_inde
 }
 
 void RecordingSession::onBackwardFunctionStart(const char* name, int64_t sequence_nr) {
-  // Timed by the wall clock on CUDA too (no CUPTI): the device's work so far
-  // ends before the step's clock starts, and its own before the clock stops.
-  if (device_type_ == c10::DeviceType::CUDA && !gpu_timer_) torch::cuda::synchronize();
+  synchronizeForWallClock();
   addStep(Phase::Backward, -1, name ? name : "");
   if (gpu_timer_) gpu_timer_->enterStep(stepKey(currentStep()));
   std::lock_guard<std::mutex> lock(mutex_);
@@ -187,7 +191,7 @@ void RecordingSession::onBackwardFunctionStart(const char* name, int64_t sequenc
 
 void RecordingSession::onBackwardFunctionEnd(int step) {
   if (gpu_timer_) gpu_timer_->leaveStep();
-  if (device_type_ == c10::DeviceType::CUDA && !gpu_timer_) torch::cuda::synchronize();
+  synchronizeForWallClock();
   std::lock_guard<std::mutex> lock(mutex_);
   if (recording_ && step >= 0 && step < static_cast<int>(current_.steps.size())) current_.steps[step].end_ns = nowNs();
 }

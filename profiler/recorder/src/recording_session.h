@@ -57,6 +57,7 @@ class RecordingSession {
 
  private:
   void addStep(Phase phase, int node, const std::string& op);
+  void synchronizeForWallClock();
   uint64_t stepKey(int step) const { return (iteration_count_ << 24) | static_cast<uint64_t>(step); }
 
   c10::DeviceType device_type_;
