@@ -112,7 +112,9 @@ void addProfileCommand(CLI::App& app) {
                   "archive records, else off)");
   cmd->add_option("--warmup", args->record.run.warmup_iters, "warm-up iterations, never measured (default 1)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--iters", args->record.run.measured_iters, "measured iterations; times are their medians (default 5)")
+  cmd->add_option("--iters", args->record.run.measured_iters,
+                  "most measured iterations; times are their medians (default 5: two are measured, more only while "
+                  "their times differ by over 2 %)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--device", args->record.run.device, "cpu or cuda[:N]");
   cmd->add_option("--jit-optimize", args->jit_optimize,

@@ -25,6 +25,7 @@
 #include "acprof/training_step.h"
 #include "instrumented_graph.h"
 #include "kernel_time_table.h"
+#include "measured_iterations.h"
 #include "recording_session.h"
 #include "acprof/event_stream.h"
 
@@ -426,8 +427,10 @@ Profile recordProfile(const RecordOptions& options) {
     // Before the session, whose saved-tensor hooks would skip the very check,
     // and in the recorded runs' executor mode.
     ExecutorModeGuard executor_mode(options.run.executor_optimize);
-    progress("one plain training step, under autograd's own checks");
-    checkPlainTrainingStep(module, run, facts, options.run.seed, device_type);
+    if (options.check_plain_step) {
+      progress("one plain training step, under autograd's own checks");
+      checkPlainTrainingStep(module, run, facts, options.run.seed, device_type);
+    }
   }
 
   std::vector<IterationOutcome> measured;
@@ -439,24 +442,25 @@ Profile recordProfile(const RecordOptions& options) {
     ExecutorModeGuard executor_mode(options.run.executor_optimize);
     IterationRunner runner(module, run, optimizer, session, options.run.seed, device_type);
     auto instrumented = [&] { return forward.run(module, run.inputs); };
-    const int total = options.run.warmup_iters + options.run.measured_iters;
-    for (int i = 0; i < total; ++i) {
-      const bool is_measured = i >= options.run.warmup_iters;
-      progress(is_measured ? fmt::format("measured iteration {}/{}", i - options.run.warmup_iters + 1,
-                                         options.run.measured_iters)
-                           : fmt::format("warm-up iteration {}/{}", i + 1, options.run.warmup_iters));
-      if (is_measured && measured.empty()) {
-        clearGradients(module);
-        statics = staticStorages(module, run, optimizer);
-      }
-      IterationOutcome outcome = runner.runOnce(instrumented);
-      if (is_measured) measured.push_back(std::move(outcome));
+    for (int i = 0; i < options.run.warmup_iters; ++i) {
+      progress(fmt::format("warm-up iteration {}/{}", i + 1, options.run.warmup_iters));
+      runner.runOnce(instrumented);
+    }
+    clearGradients(module);
+    statics = staticStorages(module, run, optimizer);
+    std::vector<double> iteration_us;
+    while (moreIterationsWanted(iteration_us, options.run.measured_iters)) {
+      progress(fmt::format("measured iteration {} (at most {})", measured.size() + 1, options.run.measured_iters));
+      const int64_t start_ns = nowNs();
+      measured.push_back(runner.runOnce(instrumented));
+      iteration_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
     }
     // Plain forwards (no probes) in the same mode: the probes' cost, which the
     // forward step times then do not carry (on small ops it rivals the op).
     // Forwards alone: their output and autograd graph are dropped at once, as
-    // no backward is timed here. And plain forwards without grad, recorded
-    // beside them (forward_without_grad_ratio, profile_format.h).
+    // no backward is timed here. And one plain forward without grad, recorded
+    // beside them (forward_without_grad_ratio, profile_format.h): one, as no
+    // plan's time uses it.
     auto timedForward = [&](std::vector<double>& times_us) {
       std::vector<c10::IValue> stack = forwardArguments(module, run.inputs);
       std::optional<AutocastScope> autocast;
@@ -469,8 +473,8 @@ Profile recordProfile(const RecordOptions& options) {
       times_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
       return output;
     };
-    for (int i = 0; i < options.run.measured_iters; ++i) {
-      timedForward(plain_forward_us);
+    for (size_t i = 0; i < measured.size(); ++i) timedForward(plain_forward_us);
+    {
       const at::NoGradGuard no_grad;
       timedForward(no_grad_forward_us);
     }
@@ -504,6 +508,7 @@ Profile recordProfile(const RecordOptions& options) {
   }
   const IterationRecord& record = measured.front().record;
   profile.meta.run.loss = measured.front().resolved_loss;
+  profile.meta.run.measured_iters = static_cast<int>(measured.size());
   profile.meta.checkpoint_rng_state_bytes = checkpointRngStateBytes(device_type);
   profile.meta.other_executor_mode_peak_bytes = other_mode_peak_bytes;
   profile.meta.time_source = record.time_source;

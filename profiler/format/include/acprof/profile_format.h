@@ -194,8 +194,11 @@ struct RunConfig {
   std::string device = "cpu";
   bool executor_optimize = false;
   int warmup_iters = 1;
-  // Five: per-op times from three iterations moved the predicted extra time by
-  // several points of the step between profiles on a shared 2-core machine.
+  // Requested: the most measured iterations (at least two are measured, and
+  // more only while their times disagree: measured_iterations.h); recorded:
+  // how many were. Five: per-op times from three iterations moved the
+  // predicted extra time by several points of the step between profiles on a
+  // shared 2-core machine, where iterations rarely agree within 2 %.
   int measured_iters = 5;
   uint64_t seed = 0;                      // inputs, targets and the dropout masks of each step
   // LibTorch's intra-op threads the step ran with; requested 0: the process's

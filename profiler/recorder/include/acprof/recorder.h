@@ -24,6 +24,11 @@ struct RecordOptions {
   std::string model_path;
   RunConfig run;                          // as requested: see RunConfig
   bool measure_other_executor_mode = true;
+  // One plain training step before the recorded ones, under autograd's own
+  // checks (an in-place write to a tensor backward needs fails there), which the
+  // recorded steps' saved-tensor hooks skip. Off only where the caller has just
+  // run that very step plainly: the rewrite's verification.
+  bool check_plain_step = true;
   std::string command_line;               // recorded in the profile's meta
   std::function<void(const std::string&)> progress;  // optional, one short line per stage
 };

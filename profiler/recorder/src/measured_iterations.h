@@ -1,0 +1,24 @@
+// How many measured iterations a profile takes: step times are medians over
+// them, and a quiet machine needs fewer than a busy one. Torch-free, so that
+// the rule is tested without running a model.
+#pragma once
+
+#include <vector>
+
+namespace acprof {
+
+// The fewest measured iterations that can show their times agree.
+constexpr int kFewestMeasuredIterations = 2;
+// Iterations agree when their wall times all lie within this share of their
+// median: on a quiet machine consecutive iterations differ by about 1 %; on
+// the shared 2-core reference machine by 5-10 %, where per-op times from three
+// iterations moved the predicted extra time by several points of the step.
+constexpr double kAgreeingIterationSpread = 0.02;
+
+// Whether to measure one more iteration after those timed in `iteration_us`:
+// yes below min(kFewestMeasuredIterations, most_iterations), no at
+// `most_iterations` (--iters), and in between while their spread (largest
+// minus smallest) is over kAgreeingIterationSpread of their median.
+bool moreIterationsWanted(const std::vector<double>& iteration_us, int most_iterations);
+
+}  // namespace acprof
