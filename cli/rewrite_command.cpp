@@ -17,6 +17,7 @@
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
 #include "acprof/rewriter.h"
+#include "acprof/training_pair.h"
 #include "acprof/run_modes.h"
 #include "acprof/viz.h"
 #include "commands.h"
@@ -37,7 +38,7 @@ struct RewriteArgs {
   std::string tolerance;         // as typed; parsed by parseTolerance
   bool tolerance_given = false;  // unset: bit for bit under deterministic algorithms
   std::string report_dir;
-  int time_rounds = 5;
+  int time_rounds = kDefaultTimedRounds;
   std::string module;  // --module: the eager module's factory (default: the one its profile records)
 };
 
@@ -277,7 +278,7 @@ void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchsc
                                threads, own, threads);
   }
   options.step = step;
-  const RewriteResult result = rewriteModelFile(plan, options);
+  RewriteResult result = rewriteModelFile(plan, options);
   std::cout << fmt::format("rewrote {} segment(s) of {} into {}\n", result.segment_count, result.model_path,
                            result.output_path);
   if (result.verification) std::cout << verificationLine(*result.verification) << "\n";
@@ -289,14 +290,20 @@ void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchsc
     setOutcomeResult(rewriteResultJson(plan, result, std::nullopt, std::nullopt, std::nullopt, {}));
     return;
   }
-  if (options.progress) options.progress("re-profiling the rewritten model");
-  const Profile after = profileRewrittenModel(before->meta, result.output_path, options.progress);
-  // Timed before the report is drawn: its headline extra time is this measurement.
+  // Timed before the report is drawn: its headline extra time is this
+  // measurement. The verified pair goes on training (its verified step was the
+  // warm-up); it is released before the re-profile measures memory.
   std::optional<StepTimes> times;
   if (args.time_rounds > 0) {
     if (options.progress) options.progress("timing both models");
-    times = timeRewrite(result.model_path, result.output_path, *step, args.time_rounds);
+    std::shared_ptr<TrainingPair> pair = std::move(result.verified_pair);
+    if (!pair) pair = std::make_shared<TrainingPair>(result.model_path, result.output_path, *step);
+    times = timeRewrite(*pair, args.time_rounds);
   }
+  result.verified_pair.reset();
+  if (options.progress) options.progress("re-profiling the rewritten model");
+  const Profile after =
+      profileRewrittenModel(before->meta, result.output_path, result.verification.has_value(), options.progress);
   std::optional<MeasuredStepTime> measured;
   if (times) measured = MeasuredStepTime{times->original_us, times->extra_share, times->extra_share_error, times->rounds};
   if (make_report_dir) fs::create_directories(report_dir);
@@ -341,8 +348,9 @@ void addRewriteCommand(CLI::App& app) {
                       fmt::format("pairs of training steps (original, rewritten) timed for the extra-time line: "
                                   "at least this many, more (up to {}) while under {:g} s in all, or while the "
                                   "median's standard error is over {:g}% of the step and under {:g} s in all "
-                                  "(default 5; 0: skip)",
-                                  kMostTimedRounds, kLeastTimedSeconds, 100 * kTimedStandardError, kMostTimedSeconds))
+                                  "(default {}; 0: skip)",
+                                  kMostTimedRounds, kLeastTimedSeconds, 100 * kTimedStandardError, kMostTimedSeconds,
+                                  kDefaultTimedRounds))
       ->check(CLI::NonNegativeNumber);
   command->add_option("--report-dir", args->report_dir,
                       "where profile.before.json, profile.after.json and report.html go (default: the output's directory)");

@@ -660,7 +660,7 @@ SET_DESCRIPTIONS = {
 def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, jobs: int, results: str,
                model_set: str = "zoo", time_rounds: Optional[int] = None) -> None:
     title, description = SET_DESCRIPTIONS[model_set]
-    time_rounds_text = str(time_rounds) if time_rounds is not None else "5"  # acprof rewrite's default
+    time_rounds_text = str(time_rounds) if time_rounds is not None else "4"  # acprof rewrite's default
     ran = [r for r in records if r["status"] != "skipped"]
     broken = [r for r in ran if r["status"] != "ok"]
     skipped = [r for r in records if r["status"] == "skipped"]
@@ -689,7 +689,7 @@ def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, j
         "- *extra time predicted / measured*: the plan's extra time as a share of the profiled iteration, and "
         "the rewritten model's step time minus the original's as a share of the original's, the median over "
         "alternated pairs of steps in one process, ± the median's standard error (`acprof rewrite`'s `time:` "
-        f"line: at least {time_rounds_text} pairs, more while under a second in all, or while the standard error "
+        f"line: at least {time_rounds_text} pairs, more while under half a second in all, or while the standard error "
         "is over 2 % of the step and under 10 s in all).",
         "- *verified*: the rewrite's check that loss, gradients and buffers equal the original's "
         "(70 % / near the floor).",
@@ -787,11 +787,12 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
                                        "docs/zoo-transformers.md, docs/reference.md)")
     parser.add_argument("--force", action="store_true", help="run models that already have a result file again")
     parser.add_argument("--time-rounds", type=int,
-                        help="acprof rewrite --time-rounds: least pairs of steps timed (default: acprof's own, 5, for "
+                        help="acprof rewrite --time-rounds: least pairs of steps timed (default: acprof's own, 4, for "
                              "the zoo; 20 for --set reference, whose extra times are compared with the predictions)")
     parser.add_argument("--iters", type=int,
-                        help="acprof profile --iters: measured iterations (default: acprof's own, 5); a test subset "
-                             "that checks peaks and gradients, not times, may take 1")
+                        help="acprof profile --iters: most measured iterations (default: acprof's own, 5, of which two "
+                             "run when their times agree); a test subset that checks peaks and gradients, not times, "
+                             "may take 1")
     parser.add_argument("--exact-search-seconds", type=float, default=EXACT_SEARCH_SECONDS,
                         help="acprof plan --solver optimal --time-limit for floors below the removable-share goal "
                              f"(default {EXACT_SEARCH_SECONDS})")

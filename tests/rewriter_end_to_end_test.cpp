@@ -317,7 +317,7 @@ TEST(RewritePaths, APlanIsRewrittenFromAnotherDirectoryAndAnEmptyPlanSaysSo) {
 }
 
 // Short steps are timed in more pairs than --time-rounds asks for, until the
-// pairs have taken a second (five pairs of 40 ms steps moved the measured
+// pairs have taken half a second (five pairs of 40 ms steps moved the measured
 // extra time by tens of percent of the step between runs), and noisy ones
 // until the median's standard error is 2 % of the step or 10 s have passed;
 // the line says how many pairs and how sure. With two pairs asked for, the

@@ -46,20 +46,29 @@ TEST(StepTiming, PairsGoOnWhileShortOrImpreciseAndStopAtTheLimits) {
   // Too few to know how sure the median is: more while the time allows.
   EXPECT_TRUE(moreTimedPairsWanted({0.1, 0.1}, 2 * kLeastTimedSeconds, 2));
   EXPECT_FALSE(moreTimedPairsWanted({0.1, 0.1}, kMostTimedSeconds, 2));
-  // Short steps: more until a second has passed, even when they agree.
+  // Short steps: more until kLeastTimedSeconds have passed, even when they agree.
   EXPECT_TRUE(moreTimedPairsWanted(kQuietShares, 0.5 * kLeastTimedSeconds, 5));
   // Pairs that disagree: more while the time allows...
   ASSERT_GT(medianStandardError(kNoisyShares).value(), kTimedStandardError);
   EXPECT_TRUE(moreTimedPairsWanted(kNoisyShares, 0.5 * kMostTimedSeconds, 5));
   // ... and no more once it has passed.
   EXPECT_FALSE(moreTimedPairsWanted(kNoisyShares, kMostTimedSeconds, 5));
-  // Pairs that agree, past the first second: done.
+  // Pairs that agree, past kLeastTimedSeconds: done.
   ASSERT_LT(medianStandardError(kQuietShares).value(), kTimedStandardError);
   EXPECT_FALSE(moreTimedPairsWanted(kQuietShares, 2 * kLeastTimedSeconds, 5));
   // Never past kMostTimedRounds unless the caller asked for more.
   const std::vector<double> many_noisy = repeated(kNoisyShares, kMostTimedRounds / 5);
   EXPECT_FALSE(moreTimedPairsWanted(many_noisy, 0.1, 5));
   EXPECT_TRUE(moreTimedPairsWanted(many_noisy, 0.1, kMostTimedRounds + 1));
+}
+
+// A rewrite's default pairs on a quiet machine are enough: four agreeing pairs
+// of steps long enough stop the timing, so a rewrite costs few steps (issue 36).
+TEST(StepTiming, TheDefaultPairsOfAQuietMachineArePrecise) {
+  const std::vector<double> four_quiet(kQuietShares.begin(), kQuietShares.begin() + kDefaultTimedRounds);
+  EXPECT_EQ(whyTimingStops(four_quiet, kLeastTimedSeconds, kDefaultTimedRounds), TimingStop::Precise);
+  const std::vector<double> three_quiet(kQuietShares.begin(), kQuietShares.begin() + kDefaultTimedRounds - 1);
+  EXPECT_FALSE(whyTimingStops(three_quiet, kLeastTimedSeconds, kDefaultTimedRounds).has_value());
 }
 
 // The reason names the rule that ended the pairs; a median sure enough is

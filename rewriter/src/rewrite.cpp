@@ -7,6 +7,7 @@
 #include "acprof/model_file.h"
 #include "acprof/recorder.h"
 #include "acprof/rewriter.h"
+#include "acprof/training_pair.h"
 #include "graph_surgery.h"
 
 namespace acprof {
@@ -118,7 +119,8 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
   module.save(temp_path, storedSpecFiles(result.model_path, options.step ? options.step : config));
   if (config) {
     report(options, "verifying one training step against the original");
-    result.verification = verifyRewrite(result.model_path, temp_path, *config, options.tolerance);
+    result.verified_pair = std::make_shared<TrainingPair>(result.model_path, temp_path, *config);
+    result.verification = verifyRewrite(*result.verified_pair, options.tolerance);
     const VerificationResult& v = *result.verification;
     if (v.original_difference) {
       throw RewriteError(
@@ -143,14 +145,20 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
   }
   fs::rename(temp_path, result.output_path);
   temporary.release();
+  if (result.verified_pair) result.verified_pair->rewritten_path = result.output_path;
   return result;
 }
 
-Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path,
+Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path, bool verified,
                               const std::function<void(const std::string&)>& progress) {
   RecordOptions options;
   options.model_path = rewritten_path;
   options.run = original.run;
+  // One measured iteration: the peak and the timeline come from the first in
+  // any case, and the paired timing, not this profile, measures the time.
+  options.run.measured_iters = 1;
+  // The verification ran the rewritten model's plain step under autograd's checks.
+  options.check_plain_step = !verified;
   // Recorded "" is no autocast; requested "" would take the archive's.
   if (options.run.autocast.empty()) options.run.autocast = "off";
   options.measure_other_executor_mode = false;

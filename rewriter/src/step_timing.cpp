@@ -1,6 +1,7 @@
 // The time a rewrite costs, measured the way a user would see it: one
 // training step of each model, alternated in one process so that both see the
-// same machine, medians over several rounds after a warm-up round.
+// same machine, medians over several rounds after a warm-up round (the
+// verified step, where there was one).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,12 +9,11 @@
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 
-#include "acprof/model_file.h"
-#include "acprof/run_modes.h"
-#include "acprof/statistics.h"
-#include "acprof/synthetic_inputs.h"
 #include "acprof/optimizer.h"
 #include "acprof/rewriter.h"
+#include "acprof/run_modes.h"
+#include "acprof/statistics.h"
+#include "acprof/training_pair.h"
 
 namespace acprof {
 namespace {
@@ -66,18 +66,23 @@ std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares
   return std::nullopt;
 }
 
-StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
-                      int min_rounds) {
-  const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.run.device, config.run.seed);
-  const at::Tensor target = config.target ? makeTensor(*config.target, config.run.device) : at::Tensor();
+StepTimes timeRewrite(TrainingPair& pair, int min_rounds) {
+  const StepConfig& config = pair.config;
   const ExecutorModeGuard executor_mode(/*optimize=*/false);
   const IntraOpThreadsGuard threads(config.run.intra_op_threads);
-  torch::jit::Module original = loadModel(original_path, config.run.device);
-  torch::jit::Module rewritten = loadModel(rewritten_path, config.run.device);
-  Optimizer original_optimizer(config.run.optimizer, original), rewritten_optimizer(config.run.optimizer, rewritten);
-  // Warm-up, never measured; it also makes the optimizer's state, as the profile's warm-up did.
-  stepTimeUs(original, original_optimizer, inputs, target, config);
-  stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config);
+  const auto step = [&](torch::jit::Module& module, Optimizer& optimizer) {
+    return stepTimeUs(module, optimizer, pair.inputs, pair.target, config);
+  };
+  if (pair.steps_taken == 0) {
+    // Warm-up, never measured; it also makes the optimizer's state, as the profile's warm-up did.
+    step(pair.original, pair.original_optimizer);
+    step(pair.rewritten, pair.rewritten_optimizer);
+    ++pair.steps_taken;
+  } else {
+    // The verified step was the warm-up; its optimizer step makes the state.
+    pair.original_optimizer.step();
+    pair.rewritten_optimizer.step();
+  }
   std::vector<double> original_us, rewritten_us, extra_shares;
   double timed_us = 0;
   std::optional<TimingStop> stop;
@@ -85,9 +90,9 @@ StepTimes timeRewrite(const std::string& original_path, const std::string& rewri
     // Every other pair runs the rewritten model first, so that neither model
     // always inherits the other's caches and allocator state.
     const bool rewritten_first = extra_shares.size() % 2 == 1;
-    if (rewritten_first) rewritten_us.push_back(stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config));
-    original_us.push_back(stepTimeUs(original, original_optimizer, inputs, target, config));
-    if (!rewritten_first) rewritten_us.push_back(stepTimeUs(rewritten, rewritten_optimizer, inputs, target, config));
+    if (rewritten_first) rewritten_us.push_back(step(pair.rewritten, pair.rewritten_optimizer));
+    original_us.push_back(step(pair.original, pair.original_optimizer));
+    if (!rewritten_first) rewritten_us.push_back(step(pair.rewritten, pair.rewritten_optimizer));
     extra_shares.push_back((rewritten_us.back() - original_us.back()) / original_us.back());
     timed_us += original_us.back() + rewritten_us.back();
   }

@@ -1,5 +1,5 @@
 // Verification: one training step of the original and of the rewritten model,
-// from fresh loads, on the same inputs and seed; loss, gradients and buffers
+// freshly loaded as a TrainingPair, on the same inputs and seed; loss, gradients and buffers
 // are compared bit for bit under deterministic algorithms, or within a tolerance.
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 
 #include "acprof/model_file.h"
 #include "acprof/run_modes.h"
-#include "acprof/synthetic_inputs.h"
 #include "acprof/rewriter.h"
+#include "acprof/training_pair.h"
 #include "acprof/training_step.h"
 
 namespace acprof {
@@ -139,9 +139,12 @@ double VerificationResult::maxAbsDiff() const {
 
 VerificationResult verifyRewrite(const std::string& original_path, const std::string& rewritten_path,
                                  const StepConfig& config, std::optional<double> tolerance) {
-  // Both models see the same tensors; the step reseeds before each forward.
-  const std::vector<at::Tensor> inputs = makeInputs(config.inputs, config.run.device, config.run.seed);
-  const at::Tensor target = config.target ? makeTensor(*config.target, config.run.device) : at::Tensor();
+  TrainingPair pair(original_path, rewritten_path, config);
+  return verifyRewrite(pair, tolerance);
+}
+
+VerificationResult verifyRewrite(TrainingPair& pair, std::optional<double> tolerance) {
+  const StepConfig& config = pair.config;
   // The plain interpreter on both: the comparison is about the models' computations.
   const ExecutorModeGuard executor_mode(/*optimize=*/false);
   const IntraOpThreadsGuard threads(config.run.intra_op_threads);
@@ -149,12 +152,12 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
   std::optional<DeterministicAlgorithmsGuard> deterministic;
   if (!tolerance) deterministic.emplace();
 
+  // Both models see the same tensors; the step reseeds before each forward.
   StepOutcome expected, actual;
   try {
-    torch::jit::Module original = loadModel(original_path, config.run.device);
-    expected = runTrainingStep(original, inputs, target, config);
-    torch::jit::Module rewritten = loadModel(rewritten_path, config.run.device);
-    actual = runTrainingStep(rewritten, inputs, target, config);
+    expected = runTrainingStep(pair.original, pair.inputs, pair.target, config);
+    actual = runTrainingStep(pair.rewritten, pair.inputs, pair.target, config);
+    ++pair.steps_taken;
   } catch (const std::exception& e) {
     const std::string alert = deterministic ? nondeterministicAlert(e) : "";
     if (alert.empty()) throw;
@@ -175,8 +178,8 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
   // Before blaming the rewrite: does the original agree with itself? Only
   // where the rewrite failed, so a passing verification costs no third step.
   if (!result.passed()) {
-    torch::jit::Module original = loadModel(original_path, config.run.device);
-    const StepOutcome repeated = runTrainingStep(original, inputs, target, config);
+    torch::jit::Module original = loadModel(pair.original_path, config.run.device);
+    const StepOutcome repeated = runTrainingStep(original, pair.inputs, pair.target, config);
     result.original_difference = firstDifference(expected, repeated, tolerance);
   }
   return result;

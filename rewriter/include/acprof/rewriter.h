@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,8 @@
 #include "acprof/training_step.h"
 
 namespace acprof {
+
+struct TrainingPair;  // training_pair.h
 
 // A problem the user can fix (wrong plan, wrong model, output path); one line.
 class RewriteError : public Error {
@@ -72,22 +75,27 @@ struct VerificationResult {
   bool passed() const { return tolerance ? maxAbsDiff() <= *tolerance : bitwise_equal; }
 };
 
-// Runs one training step (same inputs, same seed) on fresh loads of both files.
-// Without a tolerance both steps run with deterministic algorithms on and cuDNN
+// Runs one training step (same inputs, same seed) of each model of a freshly
+// loaded pair, which is then one step into training. Without a tolerance both steps run with deterministic algorithms on and cuDNN
 // benchmarking off (at::Context), restored afterwards; on CUDA, bit-equal
 // results also need CUBLAS_WORKSPACE_CONFIG=:4096:8 set before CUDA starts,
 // which the caller owns (acprof rewrite sets it when unset). An op without a
 // deterministic implementation is a RewriteError that suggests a tolerance.
+VerificationResult verifyRewrite(TrainingPair& pair, std::optional<double> tolerance = std::nullopt);
+// The same on a pair loaded here from the two files.
 VerificationResult verifyRewrite(const std::string& original_path, const std::string& rewritten_path,
                                  const StepConfig& config, std::optional<double> tolerance = std::nullopt);
 
 // Wall time of one training step (forward, loss, backward, optimizer) of the
-// original and of the rewritten model, alternated in one process after one
-// warm-up step each, so that both are timed on the same machine state: at
-// least `min_rounds` pairs, then more (never over kMostTimedRounds) until
-// whyTimingStops names a reason to stop.
+// original and of the rewritten model, alternated in one process, so that both
+// are timed on the same machine state: at least `min_rounds` pairs, then more
+// (never over kMostTimedRounds) until whyTimingStops names a reason to stop.
+// A pair that has taken no step yet is warmed up by one untimed step each; a
+// verified pair applies its optimizers to the verified step's gradients
+// instead (the state a warm-up step makes), untimed.
+constexpr int kDefaultTimedRounds = 4;
 constexpr int kMostTimedRounds = 50;
-constexpr double kLeastTimedSeconds = 1.0;
+constexpr double kLeastTimedSeconds = 0.5;
 constexpr double kMostTimedSeconds = 10.0;
 constexpr double kTimedStandardError = 0.02;
 // Why the pairs stopped, so that a reader of the result can tell a precise
@@ -110,8 +118,7 @@ struct StepTimes {
   double timed_seconds = 0;
   TimingStop stopped_by = TimingStop::PairLimit;
 };
-StepTimes timeRewrite(const std::string& original_path, const std::string& rewritten_path, const StepConfig& config,
-                      int min_rounds);
+StepTimes timeRewrite(TrainingPair& pair, int min_rounds);
 
 // The standard error of the median of `values`, from their interquartile
 // range (1.2533 sigma / sqrt(n), sigma = IQR / 1.349, as for normal noise):
@@ -119,11 +126,13 @@ StepTimes timeRewrite(const std::string& original_path, const std::string& rewri
 std::optional<double> medianStandardError(std::vector<double> values);
 
 // Which limit ends the pairs, or none while more are wanted: after `min_rounds`
-// pairs, more while the pairs have taken under kLeastTimedSeconds (short
-// steps), or while the median share's standard error is over
+// pairs, more while the pairs have taken under kLeastTimedSeconds (steps of a
+// few milliseconds, whose few-pair medians swing with the odd slow step, at a
+// cost of half a second), or while the median share's standard error is over
 // kTimedStandardError of the step (or too few pairs to say) and they have taken
 // under kMostTimedSeconds: one step to the next varied by ±15 % on a shared
-// 2-core machine, so five pairs left the median uncertain by about 10 % of the step.
+// 2-core machine, so five pairs left the median uncertain by about 10 % of the
+// step, while on a quiet one four pairs are precise and the rewrite stops there.
 std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares, double timed_seconds,
                                          int min_rounds);
 
@@ -143,6 +152,9 @@ struct RewriteResult {
   std::string output_path;
   size_t segment_count = 0;
   std::optional<VerificationResult> verification;
+  // The pair the verification stepped, for timeRewrite to go on from; null
+  // when not verified. It holds both models: release it before measuring memory.
+  std::shared_ptr<TrainingPair> verified_pair;
 };
 
 // Checks the plan against the model, rewrites, verifies against the profile's
@@ -156,9 +168,13 @@ std::string defaultRewrittenPath(const std::string& model_path);
 
 namespace acprof {
 
-// Measures the rewritten model exactly as the original profile was measured
-// (same input specs, target, loss, optimizer, device, executor mode, iterations).
-Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path,
+// Measures the rewritten model as the original profile was measured (same
+// input specs, target, loss, optimizer, device, executor mode, warm-up), in
+// one measured iteration: the peak and timeline are the first iteration's in
+// any profile, and timeRewrite measures the time. `verified`: the model's
+// plain step has run under autograd's checks (verifyRewrite), so the
+// recorder's own plain check is skipped.
+Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path, bool verified,
                               const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace acprof
