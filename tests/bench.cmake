@@ -9,3 +9,10 @@ add_test(NAME bench_head_to_head_small
                  --python ${ACPROF_PYTHON} --acprof $<TARGET_FILE:acprof> --ops $<TARGET_FILE:acprof_ops>
                  --model gpt_small --work ${CMAKE_BINARY_DIR}/bench-head-to-head-test)
 set_tests_properties(bench_head_to_head_small PROPERTIES TIMEOUT 300)
+
+# The cost benchmark (bench/command_cost.py) runs through on one small model: every command it
+# times exits 0 and its row is printed. The ratios are for people, never asserted.
+add_test(NAME bench_command_cost_small
+         COMMAND ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/bench/command_cost.py --acprof $<TARGET_FILE:acprof>
+                 --models gpt_small --rounds 1)
+set_tests_properties(bench_command_cost_small PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "\ngpt_small +[0-9.]+ ")
