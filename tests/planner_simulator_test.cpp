@@ -536,10 +536,12 @@ TEST(PlannerSimulator, AReturnAddingToWaitingSumsHoldsThemWithTheReturnedGradien
   EXPECT_EQ(out_of_place.peak_step, kNodeOneBackwardStep);
   EXPECT_FALSE(out_of_place.peak_in_recompute);
   // Summed in place, the return makes nothing: node 1's step peaks while gx
-  // is made beside x, y, o, sx, sy (held), the recomputed a and c, gc (held)
-  // and ga: 7050.
+  // is made beside x, y, o, sx, sy (held), the recomputed a and c, gc (held),
+  // ga and gy, node 2's gradient of y, which the original added to sy at
+  // once and the checkpoint holds until it returns (LibTorch 2.14 measures
+  // it so on a traced LSTMCell's slices of its embedding): 9050.
   const SimulationResult in_place = Simulator(waitingSumsProfile(false)).simulate({{1, 2}});
-  EXPECT_EQ(in_place.timeline.at(kNodeOneBackwardStep + 1).peak_bytes, 7050);
+  EXPECT_EQ(in_place.timeline.at(kNodeOneBackwardStep + 1).peak_bytes, 9050);
 }
 
 // f, b = split(in); c = cat(f, b); r = relu(c); o = addcmul(f, b, r). Node 3's

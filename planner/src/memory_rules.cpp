@@ -114,24 +114,6 @@ bool sumWaits(const ProfileIndex& index, const SegmentTiming& timing, const int*
   });
 }
 
-// A use that hands on a view is captured as it is by the checkpoint, which
-// makes no sum until it returns; where the original made a new sum of
-// `bytes` at that use (a tensor of that size its backward made that outlives
-// it), one such sum begins at the return instead (memory_rules.h). Sizes
-// alike are interchangeable; each use takes one not yet taken.
-void sumMadeAtReturn(const ProfileIndex& index, int node, int64_t bytes, SegmentTiming& timing) {
-  const int last = index.last_backward_step[node];
-  std::vector<int>& moved = timing.sums_made_at_return;
-  for (const int* t = index.backward_allocations_by_node.begin(node); t != index.backward_allocations_by_node.end(node);
-       ++t) {
-    const TensorRecord& r = index.profile.tensors[*t];
-    if (r.bytes != bytes || (r.free_step >= 0 && r.free_step <= last)) continue;
-    if (std::find(moved.begin(), moved.end(), *t) != moved.end()) continue;
-    moved.push_back(*t);
-    return;
-  }
-}
-
 // The weight storage a value that needs grad lives on: the one static weight
 // of the value's size among the storages the node reads (-1: none, or not one).
 int weightReadAs(const ProfileIndex& index, int node, const GraphValue& value) {
@@ -145,14 +127,79 @@ int weightReadAs(const ProfileIndex& index, int node, const GraphValue& value) {
   return weight;
 }
 
-// Whether the original added node's gradient of `weight` to a running sum in
-// place: no tensor of the weight's size made by its backward outlives it (a
-// sum into a new tensor would).
-bool summedInPlace(const ProfileIndex& index, int node, int64_t bytes) {
+// Whether a tensor that node's backward made is the gradient it handed to
+// another of its inputs rather than a sum for `value`: the backward that let
+// it go is that of the node which made another value node reads, and it
+// neither reads nor made `value` (nor reads the weight `value` lives on),
+// where a new sum of `value` would be let go (added to again, or consumed).
+// Sizes alone cannot tell them apart: an LSTM cell's input x[:, t], 16 x 32
+// floats, and its bias, 512, are both 2048 B.
+bool handedToAnotherInput(const ProfileIndex& index, int node, int value, const TensorRecord& r) {
+  if (r.free_step < 0 || r.free_step >= index.step_count) return false;
+  const int holder = index.profile.steps[r.free_step].node;
+  if (holder < 0 || holder >= index.node_count) return false;
+  const GraphValue& summed = index.profile.values[value];
+  if (summed.producer_node == holder) return false;
+  const int* readers_end = index.readers_of_value.end(value);
+  if (std::binary_search(index.readers_of_value.begin(value), readers_end, holder)) return false;
+  const int weight = weightReadAs(index, node, summed);
+  if (weight >= 0) {
+    const std::vector<int>& users = index.profile.tensors[weight].users;
+    if (std::find(users.begin(), users.end(), holder) != users.end()) return false;
+  }
+  for (int other : index.profile.nodes[node].reads)
+    if (other != value && other >= 0 && other < static_cast<int>(index.profile.values.size()) &&
+        index.profile.values[other].producer_node == holder)
+      return true;
+  return false;
+}
+
+// Whether the original added node's gradient of `value` (or of the weight it
+// lives on) to a running sum in place: no tensor of the value's size made by
+// its backward outlives it (a sum into a new tensor would), other than the
+// gradients it handed to its other inputs.
+bool summedInPlace(const ProfileIndex& index, int node, int value) {
   const int last = index.last_backward_step[node];
+  const int64_t bytes = index.profile.values[value].bytes;
   return !anyBackwardAllocation(index, node, [&](const TensorRecord& r) {
-    return r.bytes == bytes && (r.free_step < 0 || r.free_step > last);
+    return r.bytes == bytes && (r.free_step < 0 || r.free_step > last) && !handedToAnotherInput(index, node, value, r);
   });
+}
+
+// A use that hands on a view is captured as it is by the checkpoint, which
+// makes no sum until it returns; where the original made a new sum of
+// `bytes` at that use (a tensor of that size its backward made that outlives
+// it), one such sum begins at the return instead (memory_rules.h). Sizes
+// alike are interchangeable; each use takes one not yet taken.
+void sumMadeAtReturn(const ProfileIndex& index, int node, int value, SegmentTiming& timing) {
+  const int last = index.last_backward_step[node];
+  const int64_t bytes = index.profile.values[value].bytes;
+  std::vector<int>& moved = timing.sums_made_at_return;
+  for (const int* t = index.backward_allocations_by_node.begin(node); t != index.backward_allocations_by_node.end(node);
+       ++t) {
+    const TensorRecord& r = index.profile.tensors[*t];
+    if (r.bytes != bytes || (r.free_step >= 0 && r.free_step <= last) || handedToAnotherInput(index, node, value, r))
+      continue;
+    if (std::find(moved.begin(), moved.end(), *t) != moved.end()) continue;
+    moved.push_back(*t);
+    return;
+  }
+}
+
+// The backward step of node at whose end the original had let its gradient
+// of `bytes` go (added to a running sum in place): the step that freed a
+// tensor of that size its backward made, or else its last. A linear's
+// backward is two steps, AddmmBackward0 and TBackward0: the bias's gradient
+// goes in the first, the weight's (through the transpose) in the second, and
+// the checkpoint holds the bias's through the second as well.
+int gradientLetGoStep(const ProfileIndex& index, int node, int64_t bytes) {
+  const int first = index.first_backward_step[node], last = index.last_backward_step[node];
+  int step = last;
+  anyBackwardAllocation(index, node, [&](const TensorRecord& r) {
+    if (r.bytes == bytes && r.free_step >= first && r.free_step < step) step = r.free_step;
+    return false;
+  });
+  return step;
 }
 
 // A gradient of `bytes` made by backward step `step`, held by the checkpoint
@@ -184,8 +231,8 @@ void heldWeightGradients(const ProfileIndex& index, const SegmentTiming& timing,
     sum_begun = true;
     if (user >= timing.range.first_node && user <= timing.range.last_node) first_in_segment = false;
   }
-  if (!sum_begun || (first_in_segment && !summedInPlace(index, node, value.bytes))) return;
-  holdGradientToReturn(index, timing, value.bytes, index.last_backward_step[node], held);
+  if (!sum_begun || (first_in_segment && !summedInPlace(index, node, value.id))) return;
+  holdGradientToReturn(index, timing, value.bytes, gradientLetGoStep(index, node, value.bytes), held);
 }
 
 // Fills timing.held_use_gradients and timing.view_holding_nodes
@@ -214,9 +261,19 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
     // original added the view to that sum at once and let the gradient go;
     // the checkpoint keeps the view, and so the whole gradient, until it returns.
     const bool sum_waiting = sumWaits(index, timing, index.readers_of_value.begin(v), readers_end);
-    if (sum_waiting && weightReadAs(index, first, value) < 0 && handsOnView(index, first, value.bytes)) {
-      timing.view_holding_nodes.push_back(first);
-      if (!summedInPlace(index, first, value.bytes)) sumMadeAtReturn(index, first, value.bytes, timing);
+    if (sum_waiting && weightReadAs(index, first, value) < 0) {
+      if (handsOnView(index, first, value.bytes)) {
+        timing.view_holding_nodes.push_back(first);
+        if (!summedInPlace(index, first, v)) sumMadeAtReturn(index, first, v, timing);
+      } else if (summedInPlace(index, first, v)) {
+        // A gradient of its own that the original added in place to the sum
+        // waiting for the value (LibTorch 2.x's InputBuffer steals the sum's
+        // buffer) and let go at once: the checkpoint holds it until it
+        // returns, as it does a shared weight's (heldWeightGradients). Out of
+        // place, the waiting sum it freed is a gradient the segment received,
+        // already held, and the new sum stands for the held gradient.
+        holdGradientToReturn(index, timing, value.bytes, gradientLetGoStep(index, first, value.bytes), held);
+      }
     }
     for (size_t u = 1; u < use_steps.size(); ++u) {
       const int node = index.profile.steps[use_steps[u]].node;
@@ -226,10 +283,10 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
       // is made at the return.
       if (handsOnView(index, node, value.bytes)) {
         timing.view_holding_nodes.push_back(node);
-        if (!summedInPlace(index, node, value.bytes)) sumMadeAtReturn(index, node, value.bytes, timing);
+        if (!summedInPlace(index, node, v)) sumMadeAtReturn(index, node, v, timing);
         continue;
       }
-      holdGradientToReturn(index, timing, value.bytes, use_steps[u], held);
+      holdGradientToReturn(index, timing, value.bytes, gradientLetGoStep(index, node, value.bytes), held);
     }
   }
 }
@@ -267,7 +324,7 @@ void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& bo
         inside_step = index.last_backward_step[*n];
         inside_node = *n;
       }
-    if (inside_step < 0 || !summedInPlace(index, inside_node, value.bytes)) continue;
+    if (inside_step < 0 || !summedInPlace(index, inside_node, v)) continue;
     // The buffer, if a node of the segment freed it after the inside use: the
     // latest such gradient of the output's size that was waiting before the
     // segment's backward began.
@@ -300,7 +357,7 @@ void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, S
     int buffer;  // a weight storage s as s, a value v as -1 - v
     int step;    // the last backward step of the use's node
     int node;
-    int64_t bytes;
+    int value;
   };
   std::vector<Use> uses;
   for (int v : boundary.inputs) {
@@ -311,7 +368,7 @@ void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, S
          n != readers_end && *n <= timing.range.last_node; ++n) {
       if (index.first_backward_step[*n] < 0) continue;
       const int weight = weightReadAs(index, *n, value);
-      uses.push_back(Use{weight >= 0 ? weight : -1 - v, index.last_backward_step[*n], *n, value.bytes});
+      uses.push_back(Use{weight >= 0 ? weight : -1 - v, index.last_backward_step[*n], *n, v});
     }
   }
   std::sort(uses.begin(), uses.end(),
@@ -321,7 +378,7 @@ void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, S
     end = first;
     while (end < uses.size() && uses[end].buffer == uses[first].buffer) ++end;
     const int buffer = uses[first].buffer;
-    const int64_t bytes = uses[first].bytes;
+    const int64_t bytes = p.values[uses[first].value].bytes;
     bool sum_waiting = false;
     if (buffer >= 0) {
       const std::vector<int>& users = p.tensors[buffer].users;
@@ -332,7 +389,7 @@ void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, S
     }
     bool new_sums = false;
     for (size_t u = sum_waiting ? first : first + 1; u < end; ++u)
-      new_sums = new_sums || !summedInPlace(index, uses[u].node, bytes);
+      new_sums = new_sums || !summedInPlace(index, uses[u].node, uses[u].value);
     if (!new_sums) continue;
     if (sum_waiting) waiting_sums += bytes;
     largest_sum = std::max(largest_sum, bytes);

@@ -39,8 +39,19 @@
 // checkpoint input of its own (graph_surgery.cpp, for bit-exact sums), so the
 // checkpoint's backward holds one gradient per use until End, where the
 // original added each to the tensor's running sum as it was made. The first
-// use's gradient (in backward order) is the sum's own buffer in both; each
-// later one is held from the end of its node's backward to End. A use whose
+// use's gradient (in backward order) is the sum's own buffer in both, unless a
+// sum begun outside waits for the tensor and the original added the first
+// use's gradient to it in place (LibTorch 2.x's InputBuffer steals the sum):
+// then it is held too (an unrolled LSTMCell's slices of its embedding output;
+// out of place, the waiting sum is a gradient S received, held already, and
+// the new sum stands for the held one). Each held gradient is held from the
+// end of the backward step in which the original let it go (a linear's bias
+// gradient in AddmmBackward0, a step before its weight's) to End. Whether the
+// original summed in place is read from sizes: a tensor of the gradient's size
+// that the use's backward made and that outlives it is a new sum, unless the
+// backward that let it go is that of the maker of another of the use's inputs
+// (a linear's input x[:, t], 16 x 32 floats, and its bias, 512, are both
+// 2048 B). A use whose
 // backward makes no tensor of the tensor's size that it also frees in its own
 // step hands on a view of the gradient it received (a cat's slice), which the
 // checkpoint keeps as it is: that whole gradient is held instead, for a later
