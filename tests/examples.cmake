@@ -85,3 +85,8 @@ add_test(NAME readme_eager_five_steps
                  --readme ${CMAKE_SOURCE_DIR}/README.md --package ${CMAKE_SOURCE_DIR}/python
                  --acprof $<TARGET_FILE:acprof>)
 set_tests_properties(readme_eager_five_steps PROPERTIES TIMEOUT 300)
+
+# Issue 36: the README is the front door, at most 200 lines; the reference is docs/manual.md.
+add_test(NAME readme_fits_two_hundred_lines
+         COMMAND ${ACPROF_PYTHON} -c "import sys; n = len(open(sys.argv[1]).read().splitlines()); print(n, 'lines'); sys.exit(n > 200)"
+                 ${CMAKE_SOURCE_DIR}/README.md)
