@@ -19,6 +19,10 @@ Rows, each engine's baseline first:
   - eager PyTorch (baseline); torch.utils.checkpoint (use_reentrant=False) around every block;
     selective activation checkpointing around every block with torchtitan's kind of policy: the
     outputs of matmul-like ops (SAVED_OPS) are saved, everything else is recomputed.
+  - acprof's eager path (CPU), against eager's baseline, at the same budgets and its floor: the
+    eager model's step recorded by acprof.eager.record_profile (no TorchScript), planned by
+    `acprof plan`, applied to a fresh model by acprof.eager.apply_plan; the note gives the
+    plan's predicted peak beside the row's measured one.
   - torch.compile on the inductor backend with no budget (baseline), and with
     torch._functorch.config.activation_memory_budget at 0.5, 0.2 and 0.0.
   - the TorchScript model (baseline), and acprof at 80/60/40/30 % of its profiled peak and at
@@ -68,6 +72,7 @@ from torch import nn
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "models"))
+sys.path.insert(0, os.path.join(REPO, "python"))  # acprof's eager path (python/acprof/eager)
 
 import export  # noqa: E402
 import gpt  # noqa: E402
@@ -301,8 +306,10 @@ def resident_bytes(tensors: List[torch.Tensor]) -> int:
 
 
 def parameter_name(name: str) -> str:
-    """A parameter's name in the plain model: without torch.compile's and Checkpointed's wrappers."""
-    return name.replace("_orig_mod.", "").replace(".inner.", ".")
+    """A parameter's name in the plain model: without torch.compile's and Checkpointed's wrappers,
+    nor acprof.eager's CheckpointedModule, which holds the model as its attribute `module`."""
+    name = name.replace("_orig_mod.", "").replace(".inner.", ".")
+    return name[len("module."):] if name.startswith("module.") else name
 
 
 class Runner:
@@ -406,6 +413,34 @@ def acprof_peak(path: str) -> int:
         return json.load(handle)["summary"]["peak_bytes"]
 
 
+def budget_rows(acprof: str, work: str, engine: str, budgets: List[str], profiled: int) -> List[tuple]:
+    """(budget, tag, row) for each of `budgets` and for the floor of work/profile.json, which
+    `acprof plan --outcome` names when no plan fits 1 byte."""
+    run_acprof(acprof, ["plan", "profile.json", "--budget", "1", "-o", "plan-floor.json",
+                        "--outcome", "outcome-floor.json"], work, allowed=(3,))
+    with open(os.path.join(work, "outcome-floor.json")) as handle:
+        floor_bytes = json.load(handle)["floor"]["peak_bytes"]
+    rows = []
+    for budget in budgets + [str(floor_bytes)]:
+        tag = budget.rstrip("%") if budget.endswith("%") else "floor"
+        setting = f"acprof {budget}" if tag != "floor" else f"acprof floor ({floor_bytes / 2**20:.1f} MiB)"
+        rows.append((budget, tag, Row(engine, setting)))
+    return rows
+
+
+def plan_fits(acprof: str, work: str, budget: str, tag: str, row: Row, profiled: int) -> bool:
+    """Plans work/profile.json at `budget` into plan-TAG.json: True when a plan fits, False (the
+    row's note says so) where the budget is below the floor."""
+    plan = run_acprof(acprof, ["plan", "profile.json", "--budget", budget, "-o", f"plan-{tag}.json"], work,
+                      allowed=(0, 3))
+    if plan.returncode == 3:
+        with open(os.path.join(work, "outcome-floor.json")) as handle:
+            floor_bytes = json.load(handle)["floor"]["peak_bytes"]
+        row.note = f"below the floor ({100 * floor_bytes / profiled:.0f} % of acprof's profiled peak)"
+        return False
+    return True
+
+
 def acprof_models(acprof: str, work: str, model_path: str, args) -> List[tuple]:
     """(row, model file) for the TorchScript baseline and each acprof budget; a row without a file
     is finished (below the floor, or failed)."""
@@ -413,18 +448,9 @@ def acprof_models(acprof: str, work: str, model_path: str, args) -> List[tuple]:
     run_acprof(acprof, ["profile", model_path, "-o", "profile.json", "--iters", "3", "--device", device], work)
     profiled = acprof_peak(os.path.join(work, "profile.json"))
     rows = [(Row("TorchScript", "baseline", baseline=True, acprof_peak_bytes=profiled), model_path)]
-    run_acprof(acprof, ["plan", "profile.json", "--budget", "1", "-o", "plan-floor.json",
-                        "--outcome", "outcome-floor.json"], work, allowed=(3,))
-    with open(os.path.join(work, "outcome-floor.json")) as handle:
-        floor_bytes = json.load(handle)["floor"]["peak_bytes"]
-    for budget in budgets + [str(floor_bytes)]:
-        tag = budget.rstrip("%") if budget.endswith("%") else "floor"
-        row = Row("acprof", f"acprof {budget}" if tag != "floor" else f"acprof floor ({floor_bytes / 2**20:.1f} MiB)")
+    for budget, tag, row in budget_rows(acprof, work, "acprof", budgets, profiled):
         try:
-            plan = run_acprof(acprof, ["plan", "profile.json", "--budget", budget, "-o", f"plan-{tag}.json"], work,
-                              allowed=(0, 3))
-            if plan.returncode == 3:
-                row.note = f"below the floor ({100 * floor_bytes / profiled:.0f} % of acprof's profiled peak)"
+            if not plan_fits(acprof, work, budget, tag, row, profiled):
                 rows.append((row, None))
                 continue
             report_dir = os.path.join(work, f"report-{tag}")
@@ -453,6 +479,37 @@ def acprof_models(acprof: str, work: str, model_path: str, args) -> List[tuple]:
                 row.note += "; **measured above the plan's budget (exit 5)**"
             row.acprof_peak_bytes = acprof_peak(os.path.join(report_dir, "profile.after.json"))
             rows.append((row, rewritten))
+        except Exception as error:
+            row.error = first_line(error)
+            rows.append((row, None))
+    return rows
+
+
+def acprof_eager_models(acprof: str, work: str, bench: BenchModel, stored, args) -> List[tuple]:
+    """(row, factory) for acprof's eager path (python/acprof/eager) at each budget and its floor:
+    the seeded eager model's step recorded by record_profile into the same profile format,
+    planned by `acprof plan`, and applied to a fresh seeded model by apply_plan (non-reentrant
+    checkpoints, in eager). A row without a factory is finished (below the floor, or failed). The
+    note carries the plan's predicted peak beside the row's measured one."""
+    from acprof import eager  # the repo's python/ package
+    device = args.device
+    eager_work = os.path.join(work, "eager")
+    os.makedirs(eager_work, exist_ok=True)
+    inputs, target = training_step.make_step_tensors(stored, 0, device)
+    eager.record_profile(build_seeded(bench, device), inputs, loss=stored.loss, target=target,
+                         path=os.path.join(eager_work, "profile.json"), autocast=stored.autocast or "")
+    profiled = acprof_peak(os.path.join(eager_work, "profile.json"))
+    rows = []
+    for budget, tag, row in budget_rows(acprof, eager_work, "acprof (eager)", args.acprof_budgets, profiled):
+        try:
+            if not plan_fits(acprof, eager_work, budget, tag, row, profiled):
+                rows.append((row, None))
+                continue
+            plan_path = os.path.join(eager_work, f"plan-{tag}.json")
+            with open(plan_path) as handle:
+                row.note = f"predicted {json.load(handle)['predicted_peak_bytes'] / 2**20:.1f} MiB"
+            rows.append((row, functools.partial(
+                lambda path: eager.apply_plan(build_seeded(bench, device), path, example_inputs=inputs), plan_path)))
         except Exception as error:
             row.error = first_line(error)
             rows.append((row, None))
@@ -505,6 +562,13 @@ def make_runners(args, bench: BenchModel, stored, work: str, model_path: str) ->
     add(Row("eager", "checkpoint every block"), lambda: wrap_blocks(bench, device))
     add(Row("eager", "selective checkpoint every block (save matmuls)"),
         lambda: wrap_blocks(bench, device, selective_context))
+    # acprof's eager path against eager's baseline; its recorder runs on the CPU.
+    if args.acprof and device == "cpu":
+        for row, make in acprof_eager_models(args.acprof, work, bench, stored, args):
+            if make is None:
+                rows.append(row)
+            else:
+                add(row, make)
     raise_recompile_limit()
     for budget in ([None] + args.compile_budgets) if args.compile else []:
         row = Row("torch.compile", "inductor, no budget" if budget is None else f"activation_memory_budget {budget}",
@@ -568,18 +632,23 @@ def log(message: str) -> None:
 
 # --- verdicts ---------------------------------------------------------------------------------
 
+# acprof's rows: its TorchScript rewrites (ratios to the TorchScript baseline) and its eager path
+# (ratios to eager's baseline); the verdicts take the better of the two at each peak.
+ACPROF_ENGINES = ("acprof", "acprof (eager)")
+
+
 def acprof_time_at(rows: List[Row], peak_ratio: float) -> Optional[float]:
     """The lowest time ratio among acprof's measured points (its TorchScript baseline included) whose
     peak ratio is at or below `peak_ratio`: acprof's frontier there. None below its floor."""
-    times = [row.time_ratio for row in rows if row.engine in ("acprof", "TorchScript") and row.peak_ratio is not None
-             and row.peak_ratio <= peak_ratio]
+    times = [row.time_ratio for row in rows if row.engine in ACPROF_ENGINES + ("TorchScript",)
+             and row.peak_ratio is not None and row.peak_ratio <= peak_ratio]
     return min(times) if times else None
 
 
 def verdicts(rows: List[Row]) -> Dict:
     peers = [row for row in rows if row.engine in ("eager", "torch.compile") and not row.baseline
              and row.peak_ratio is not None]
-    acprof = [row for row in rows if row.engine == "acprof" and row.peak_ratio is not None]
+    acprof = [row for row in rows if row.engine in ACPROF_ENGINES and row.peak_ratio is not None]
     result = {"floor_ratio": min((r.peak_ratio for r in acprof), default=None), "peers": []}
     lowest = min(peers, key=lambda r: r.peak_ratio, default=None)
     result["lowest_peer"] = None if lowest is None else {"row": f"{lowest.engine} {lowest.setting}",
@@ -631,12 +700,14 @@ def markdown_verdicts(result: Dict) -> str:
     return "\n".join(lines)
 
 
-ENGINE_COLOURS = {"eager": "#1f77b4", "torch.compile": "#d62728", "TorchScript": "#2ca02c", "acprof": "#2ca02c"}
+ENGINE_COLOURS = {"eager": "#1f77b4", "torch.compile": "#d62728", "TorchScript": "#2ca02c", "acprof": "#2ca02c",
+                  "acprof (eager)": "#9467bd"}
 
 
 def frontier_svg(title: str, rows: List[Row]) -> str:
-    """Peak ratio (y) against time ratio (x), every measured row a point, acprof's sweep (from
-    its TorchScript baseline down to its floor) a line. Plain SVG: no plotting library needed."""
+    """Peak ratio (y) against time ratio (x), every measured row a point, acprof's sweeps (from
+    its TorchScript baseline down to its floor, and its eager path from eager's baseline) lines.
+    Plain SVG: no plotting library needed."""
     points = [row for row in rows if row.peak_ratio is not None]
     width, height, left, right, top, bottom = 920, 480, 60, 420, 40, 50
     x_max = max([1.2] + [row.time_ratio for row in points]) * 1.05
@@ -664,10 +735,12 @@ def frontier_svg(title: str, rows: List[Row]) -> str:
                f'</text>')
     out.append(f'<text x="15" y="{top + plot_h / 2}" text-anchor="middle" transform="rotate(-90 15 '
                f'{top + plot_h / 2})">peak / engine baseline</text>')
-    sweep = sorted((row for row in points if row.engine in ("acprof", "TorchScript")), key=lambda r: -r.peak_ratio)
-    if len(sweep) > 1:
-        path = " ".join(f"{x(r.time_ratio):.1f},{y(r.peak_ratio):.1f}" for r in sweep)
-        out.append(f'<polyline points="{path}" fill="none" stroke="{ENGINE_COLOURS["acprof"]}" stroke-width="2"/>')
+    for engine, start in (("acprof", ("TorchScript", "baseline")), ("acprof (eager)", ("eager", "baseline"))):
+        sweep = sorted((row for row in points if row.engine == engine or (row.engine, row.setting) == start),
+                       key=lambda r: -r.peak_ratio)
+        if len(sweep) > 1:
+            path = " ".join(f"{x(r.time_ratio):.1f},{y(r.peak_ratio):.1f}" for r in sweep)
+            out.append(f'<polyline points="{path}" fill="none" stroke="{ENGINE_COLOURS[engine]}" stroke-width="2"/>')
     for index, row in enumerate(points):
         colour = ENGINE_COLOURS.get(row.engine, "#000")
         px, py = x(row.time_ratio), y(row.peak_ratio)

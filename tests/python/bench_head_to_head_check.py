@@ -2,8 +2,9 @@
 """Runs scripts/bench_head_to_head.py end to end on a small model and checks what it wrote
 (results.json and the frontier SVG), not the table meant for people: every engine's rows in
 order, none with an error (but those --allow-error names, passed on to the benchmark), every
-gradient equal to eager's or within the benchmark's tolerance, each baseline at ratio 1, and every
-acprof row that met its budget below the TorchScript baseline's peak and verified bit for bit.
+gradient equal to eager's or within the benchmark's tolerance, each baseline at ratio 1, every
+acprof row that met its budget below its baseline's peak, the TorchScript ones verified bit for
+bit and the eager path's gradients eager's bit for bit.
 Exits 1 with the benchmark's output and what is wrong."""
 
 import argparse
@@ -15,19 +16,25 @@ import xml.etree.ElementTree as ElementTree
 
 EXPECTED = [("eager", "baseline"), ("eager", "checkpoint every block"),
             ("eager", "selective checkpoint every block (save matmuls)"),
+            ("acprof (eager)", "acprof 80%"), ("acprof (eager)", "acprof 60%"), ("acprof (eager)", "acprof 40%"),
+            ("acprof (eager)", "acprof 30%"), ("acprof (eager)", "acprof floor"),
             ("torch.compile", "inductor, no budget"), ("torch.compile", "activation_memory_budget 0.5"),
             ("torch.compile", "activation_memory_budget 0.2"), ("torch.compile", "activation_memory_budget 0.0"),
             ("TorchScript", "baseline"), ("acprof", "acprof 80%"), ("acprof", "acprof 60%"),
             ("acprof", "acprof 40%"), ("acprof", "acprof 30%"), ("acprof", "acprof floor")]
 
 
+# acprof's rows: its TorchScript rewrites and its eager path.
+ACPROF = ("acprof", "acprof (eager)")
+
+
 def row_problems(rows, allowed_errors):
     problems = []
-    settings = [(row["engine"], row["setting"].split(" (")[0] if row["engine"] == "acprof" else row["setting"])
+    settings = [(row["engine"], row["setting"].split(" (")[0] if row["engine"] in ACPROF else row["setting"])
                 for row in rows]
     if settings != EXPECTED:
         problems.append(f"rows {settings}, expected {EXPECTED}")
-    measured_acprof = 0
+    measured_acprof = {engine: 0 for engine in ACPROF}
     for row in rows:
         name = f"{row['engine']} {row['setting']}"
         if row["error"]:
@@ -35,21 +42,25 @@ def row_problems(rows, allowed_errors):
                 problems.append(f"{name}: error {row['error']}")
             continue
         if row["peak_bytes"] is None:
-            if row["engine"] != "acprof" or "below the floor" not in row["note"]:
+            if row["engine"] not in ACPROF or "below the floor" not in row["note"]:
                 problems.append(f"{name}: no measurement and no reason")
             continue
         if not row["gradients_ok"] or not row["gradients"]:
             problems.append(f"{name}: gradients {row['gradients'] or 'not compared'}")
         if row["baseline"] and (row["peak_ratio"], row["time_ratio"]) != (1.0, 1.0):
             problems.append(f"{name}: a baseline's ratios are not 1")
-        if row["engine"] == "acprof":
-            measured_acprof += 1
+        if row["engine"] in ACPROF:
+            measured_acprof[row["engine"]] += 1
             if not row["peak_ratio"] < 1.0:
-                problems.append(f"{name}: peak ratio {row['peak_ratio']:.2f} is not below the TorchScript baseline's")
-            if row["note"] != "verified bit for bit":
-                problems.append(f"{name}: not verified bit for bit ({row['note']})")
-    if measured_acprof < 2:
-        problems.append(f"only {measured_acprof} acprof rows were measured; the floor and 80 % should be")
+                problems.append(f"{name}: peak ratio {row['peak_ratio']:.2f} is not below its baseline's")
+        if row["engine"] == "acprof" and row["note"] != "verified bit for bit":
+            problems.append(f"{name}: not verified bit for bit ({row['note']})")
+        # The eager path runs beside eager's baseline in this process: its gradients are eager's, bit for bit.
+        if row["engine"] == "acprof (eager)" and row["gradients"] != "equal":
+            problems.append(f"{name}: gradients {row['gradients']}, not eager's bit for bit")
+    for engine, count in measured_acprof.items():
+        if count < 2:
+            problems.append(f"only {count} {engine} rows were measured; the floor and 80 % should be")
     return problems
 
 
