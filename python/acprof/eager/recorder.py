@@ -153,6 +153,11 @@ def _clear_gradients(module: torch.nn.Module) -> None:
 
 
 def _profiled(step_fn) -> event_stream.IterationRecord:
+    # Kineto, which torch.profiler runs on, prints "profiler_start"/"profiler_stop" lines on every
+    # profile and, in a CUDA build on a machine without a GPU, "ERROR ... gpuGetDeviceCount failed":
+    # noise between acprof's own lines that reads like a failure. It reads its level when it first
+    # starts; a level the user set is kept.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
         held = step_fn()
     record = event_stream.record_from_profiler(prof)
