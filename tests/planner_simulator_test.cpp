@@ -608,6 +608,93 @@ TEST(PlannerSimulator, SlicesOfAGradientHandedToOutsideTensorsHoldItAndTheirSums
   EXPECT_EQ(cat_step_peak, 10010);
 }
 
+// a = relu(x); c = mul(a); t = tanh(c); (h2, c2) = unpack((t, c)); o = mul(h2, c2):
+// a traced LSTMCell's end, which returns (h, c) as a tuple and unpacks it. The
+// recorder makes the tuple construct Duplicable and lets the unpack read the
+// tuple's elements (ForwardNode::reads), so c2, read after a segment [1, 4],
+// is another value on c, which tanh reads inside. Node 5's backward makes gh
+// and gc, c's gradient buffer; tanh's gradient of c (g2) is added to gc in
+// place; node 1's backward consumes gc. Checkpointed, gc is a gradient the
+// segment received and held until it returns, so the sum with tanh's is a
+// second c-sized tensor, alive from the end of tanh's backward to gc's free,
+// as for an output read inside through its own value (`through_unpack` false:
+// node 5 reads c itself).
+//   events 0..5: 1100 1300 1700 1710 (o) 2110 (gh) 2310 (gc)
+//   before event 6: c, t go (outputs freed in the segment's backward), the
+//   recompute brings them back: 2310; e6 +g2 2510, e7 -g2 2310, e8 and e9
+//   (gh and t held) 2310, e10 +ga +the sum 2610, e11 (gc's free) 2410, e12
+//   2410; the return drops gh, gc and the copies of c and t: e13 -ga 1110, e14 -a 1010.
+Profile unpackedCellStateProfile(bool through_unpack) {
+  ProfileBuilder b;
+  b.addStatic(1000, Category::Input);
+  b.node("aten::relu", {"x"}, {"a"});
+  const int a = b.alloc(100);  // event 0
+  b.node("aten::mul", {"a"}, {"c"});
+  const int c = b.alloc(200);  // event 1
+  b.readBy(a, 1);
+  b.node("aten::tanh", {"c"}, {"t"});
+  const int t = b.alloc(400);  // event 2
+  b.readBy(c, 2);
+  b.node("prim::TupleConstruct", through_unpack ? std::vector<std::string>{"t", "c"} : std::vector<std::string>{"t"},
+         {"tuple"});
+  b.node("prim::TupleUnpack", {"tuple"},
+         through_unpack ? std::vector<std::string>{"h2", "c2"} : std::vector<std::string>{"h2"});
+  for (const int node : {3, 4}) {
+    b.readBy(t, node);
+    if (through_unpack) b.readBy(c, node);
+  }
+  b.node("aten::mul", {"h2", through_unpack ? "c2" : "c"}, {"o"});
+  b.setCategory(b.alloc(10), Category::Output);  // event 3
+  b.readBy(t, 5);
+  b.readBy(c, 5);
+  b.valueBytes("a", 100);
+  b.valueBytes("c", 200);
+  if (through_unpack) b.valueBytes("c2", 200);
+  b.valueBytes("t", 400);
+  b.valueBytes("h2", 400);
+  b.loss();
+  b.backward(5);
+  const int gh = b.alloc(400);  // event 4
+  const int gc = b.alloc(200);  // event 5
+  b.backward(2);
+  b.free(b.alloc(200));  // events 6, 7: tanh's gradient of c, added to gc in place
+  b.free(gh);            // event 8
+  b.free(t);             // event 9
+  b.backward(1);
+  const int ga = b.alloc(100);  // event 10
+  b.free(gc);                   // event 11
+  b.free(c);                    // event 12
+  b.backward(0);
+  b.free(ga);  // event 13
+  b.free(a);   // event 14
+  Profile p = b.finish();
+  // What the recorder writes for the tuple: its construct is Duplicable and
+  // makes no tensor, and the unpack reads the elements in its place.
+  p.nodes[3].role = CutRole::Duplicable;
+  for (GraphValue& v : p.values)
+    if (v.producer_node == 3) {
+      v.type = through_unpack ? "Tuple[Tensor, Tensor]" : "Tuple[Tensor]";
+      v.entry = ValueEntry::Clone;
+      v.is_tensor = v.can_leave = v.requires_grad = false;
+    }
+  p.nodes[4].reads = p.nodes[3].reads;
+  return p;
+}
+
+TEST(PlannerSimulator, AnOutputReadInsideThroughTheValueATupleUnpackMadeOfItHoldsTheSecondGradient) {
+  const std::vector<int64_t> expected = {1100, 1300, 1700, 1710, 2110, 2310, 2510, 2310,
+                                         2310, 2310, 2610, 2410, 2410, 1110, 1010};
+  const Profile direct_profile = unpackedCellStateProfile(false);
+  EXPECT_EQ(Simulator(direct_profile).liveBytesPerEvent({{1, 4}}), expected);
+  const Profile profile = unpackedCellStateProfile(true);
+  const Simulator unpacked(profile);
+  EXPECT_EQ(unpacked.liveBytesPerEvent({{1, 4}}), expected);
+  const SimulationResult r = unpacked.simulate({{1, 4}});
+  constexpr int kNodeOneBackwardStep = 9;  // forward 0-5, loss 6, node 5's backward 7, node 2's 8
+  EXPECT_EQ(r.peak_bytes, 2610);
+  EXPECT_EQ(r.peak_step, kNodeOneBackwardStep);
+}
+
 TEST(PlannerSimulator, SegmentProblemsNameTheReason) {
   ProfileBuilder b;
   b.addStatic(1000, Category::Weight);

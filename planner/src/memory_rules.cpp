@@ -308,32 +308,74 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
 // the layer norm reading it (one residual more from that layer norm's backward
 // to the return), and on a head whose segment's output h feeds a linear inside
 // and a sigmoid after (one h-sized sum from the linear's backward to relu's).
+// The output may be read inside through another value on its tensor
+// (ProfileIndex::same_tensor_as): a traced LSTMCell's segment ends with the
+// unpack of (h, c), so the c read after it is the unpack's output while the
+// cell's tanh read the c the add made; both are the one tensor, with one
+// gradient buffer in the original (one c-sized sum more from tanh's backward
+// to the muls' that consume c's gradient).
 void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& boundary, SegmentTiming& timing) {
   const Profile& p = index.profile;
   const int segment_return = blockLeaf(timing.end_event);
+  std::vector<int> same_tensor;  // the output's value and every other value on its tensor
+  std::vector<int> other_tensor;  // the same for another output
   for (int v : boundary.outputs) {
     const GraphValue& value = p.values[v];
     if (!value.is_tensor || !value.requires_grad || value.bytes <= 0) continue;
-    const int* readers_begin = index.readers_of_value.begin(v);
-    const int* readers_end = index.readers_of_value.end(v);
-    if (!sumWaits(index, timing, readers_begin, readers_end)) continue;
-    int inside_step = -1, inside_node = -1;  // the inside use backwarded first, and its last backward step
-    for (const int* n = std::lower_bound(readers_begin, readers_end, timing.range.first_node);
-         n != readers_end && *n <= timing.range.last_node; ++n)
-      if (index.first_backward_step[*n] >= 0 && (inside_step < 0 || index.last_backward_step[*n] < inside_step)) {
-        inside_step = index.last_backward_step[*n];
-        inside_node = *n;
-      }
-    if (inside_step < 0 || !summedInPlace(index, inside_node, v)) continue;
+    const int root = index.same_tensor_as[v];
+    same_tensor.assign(1, root);
+    same_tensor.insert(same_tensor.end(), index.aliases_of_value.begin(root), index.aliases_of_value.end(root));
+    if (std::none_of(same_tensor.begin(), same_tensor.end(), [&](int alias) {
+          return sumWaits(index, timing, index.readers_of_value.begin(alias), index.readers_of_value.end(alias));
+        }))
+      continue;
+    // The inside use backwarded first, its last backward step, and the value it reads the tensor through.
+    int inside_step = -1, inside_node = -1, inside_value = -1;
+    for (int alias : same_tensor) {
+      const int* readers_end = index.readers_of_value.end(alias);
+      for (const int* n = std::lower_bound(index.readers_of_value.begin(alias), readers_end, timing.range.first_node);
+           n != readers_end && *n <= timing.range.last_node; ++n)
+        if (index.first_backward_step[*n] >= 0 && (inside_step < 0 || index.last_backward_step[*n] < inside_step)) {
+          inside_step = index.last_backward_step[*n];
+          inside_node = *n;
+          inside_value = alias;
+        }
+    }
+    if (inside_step < 0 || !summedInPlace(index, inside_node, inside_value)) continue;
     // The buffer, if a node of the segment freed it after the inside use: the
     // latest such gradient of the output's size that was waiting before the
-    // segment's backward began.
+    // segment's backward began, unless the node that made it is a reader after
+    // the segment of another of its outputs and not of this one: that is the
+    // other output's gradient (a traced LSTMCell's h and c are both 16 x 128
+    // floats; h's buffer dies at the mul that made h, c's later, at the muls
+    // that read the c the cell received).
+    const auto reads_tensor = [&](int node, const std::vector<int>& values) {
+      return std::any_of(values.begin(), values.end(), [&](int alias) {
+        return std::binary_search(index.readers_of_value.begin(alias), index.readers_of_value.end(alias), node);
+      });
+    };
+    const auto another_outputs_gradient = [&](const TensorRecord& r) {
+      const int maker = r.alloc_step >= 0 && r.alloc_step < index.step_count ? p.steps[r.alloc_step].node : -1;
+      if (maker < 0 || maker >= index.node_count || (maker >= timing.range.first_node && maker <= timing.range.last_node) ||
+          reads_tensor(maker, same_tensor))
+        return false;
+      for (int w : boundary.outputs) {
+        const int other = index.same_tensor_as[w];
+        if (other == root || !p.values[w].is_tensor) continue;
+        other_tensor.assign(1, other);
+        other_tensor.insert(other_tensor.end(), index.aliases_of_value.begin(other), index.aliases_of_value.end(other));
+        if (reads_tensor(maker, other_tensor)) return true;
+      }
+      return false;
+    };
     int buffer_end = -1;
     for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
       for (const int* t = index.gradients_received_by_node.begin(n); t != index.gradients_received_by_node.end(n);
            ++t) {
         const TensorRecord& r = p.tensors[*t];
-        if (r.bytes != value.bytes || r.alloc_step >= timing.first_backward_step || r.free_step <= inside_step) continue;
+        if (r.bytes != value.bytes || r.alloc_step >= timing.first_backward_step || r.free_step <= inside_step ||
+            another_outputs_gradient(r))
+          continue;
         buffer_end = std::max(buffer_end, eventLeaf(r.free_event));
       }
     const int end_leaf = buffer_end < 0 ? segment_return : std::min(buffer_end, segment_return);

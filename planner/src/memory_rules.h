@@ -65,7 +65,13 @@
 // the weight (the older sum is then a gradient S received, held already, and
 // the new one stands for the held gradient).
 // A segment output read both inside the segment and after it receives its
-// gradient from outside first; where the original added the inside use's
+// gradient from outside first. Reads count through any value on the same
+// tensor: a node that passes a tensor it reads on unchanged (an unpack of a
+// tuple or list built from it, found from the profile's reads, outputs and
+// allocations, not the op's name: ProfileIndex::same_tensor_as) makes another
+// value, not another tensor, so a traced LSTMCell's c read after the segment
+// through its (h, c) unpack and read inside by tanh is one output read both
+// inside and after. Where the original added the inside use's
 // gradient to it in one buffer, the checkpoint's backward cannot (it holds the
 // gradient it received until End), so from the end of the inside use's
 // backward there are two: the received one until End and the new sum until

@@ -16,6 +16,38 @@ FlatLists FlatLists::fromLists(const std::vector<std::vector<int>>& lists) {
   return flat;
 }
 
+namespace {
+
+// The value whose tensor a node passed on unchanged as `value`, or -1. The
+// profile does not say which outputs alias which inputs, so this reads it
+// from what it does record, never from the op's name: the node's one input is
+// an aggregate a Duplicable node built (a tuple or list construct), so its
+// reads list that aggregate's elements in place of it (ForwardNode::reads) and
+// none of them is the input itself; it has as many outputs as reads, the one
+// at value's position a tensor of the same size and need of grad as the read
+// there; and it allocated nothing and made no autograd node (a view of a
+// tensor that needs grad would have one). A TupleUnpack or ListUnpack of a
+// tuple or list built from tensors is such a node: a traced LSTMCell returns
+// (h, c) as a tuple and unpacks it, so the c read after the cell is another
+// value on the c its tanh read.
+int passedOnFrom(const Profile& p, const FlatLists& produced, const GraphValue& value) {
+  const int n = value.producer_node;
+  if (n < 0 || n >= static_cast<int>(p.nodes.size()) || !value.is_tensor) return -1;
+  const ForwardNode& node = p.nodes[n];
+  if (node.inputs.size() != 1 || node.reads.size() != node.outputs.size() || produced.begin(n) != produced.end(n) ||
+      !node.backward_steps.empty())
+    return -1;
+  for (int r : node.reads)
+    if (r < 0 || r >= static_cast<int>(p.values.size()) || p.values[r].name == node.inputs[0]) return -1;
+  const auto at = std::find(node.outputs.begin(), node.outputs.end(), value.name);
+  if (at == node.outputs.end()) return -1;
+  const GraphValue& read = p.values[node.reads[at - node.outputs.begin()]];
+  if (!read.is_tensor || read.bytes != value.bytes || read.requires_grad != value.requires_grad) return -1;
+  return read.id;
+}
+
+}  // namespace
+
 ProfileIndex::ProfileIndex(const Profile& p)
     : profile(p),
       event_count(p.event_count),
@@ -79,6 +111,22 @@ ProfileIndex::ProfileIndex(const Profile& p)
     for (int v : n.reads)
       if (v >= 0 && v < static_cast<int>(readers.size())) readers[v].push_back(n.id);
   readers_of_value = FlatLists::fromLists(readers);
+
+  const int value_count = static_cast<int>(p.values.size());
+  same_tensor_as.resize(value_count);
+  std::vector<int> passed_from(value_count, -1);
+  for (const GraphValue& v : p.values)
+    if (v.id >= 0 && v.id < value_count) passed_from[v.id] = passedOnFrom(p, tensors_produced_by_node, v);
+  std::vector<std::vector<int>> aliases(value_count);
+  for (int v = 0; v < value_count; ++v) {
+    int root = v;
+    // A read precedes the node that reads it, so the chain ends; the bound guards a malformed profile.
+    for (int hops = 0; passed_from[root] >= 0 && hops < value_count; ++hops)
+      root = passed_from[root];
+    same_tensor_as[v] = root;
+    if (root != v) aliases[root].push_back(v);
+  }
+  aliases_of_value = FlatLists::fromLists(aliases);
 
   first_backward_step.assign(node_count, -1);
   last_backward_step.assign(node_count, -1);

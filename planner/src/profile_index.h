@@ -47,6 +47,13 @@ class ProfileIndex {
   FlatLists backward_allocations_by_node;
   // Per value: the nodes that read it (ForwardNode::reads), in node order, once per read.
   FlatLists readers_of_value;
+  // Per value: the value whose tensor it is, itself unless a node passed that
+  // tensor on unchanged as this value (profile_index.cpp, passedOnFrom): an
+  // unpack of a tuple or list built from it. Followed to the first value.
+  std::vector<int> same_tensor_as;
+  // Per value v with same_tensor_as[v] == v: the other values that are its
+  // tensor, in value order (empty for the others).
+  FlatLists aliases_of_value;
 
   // Per node: first/last backward step it created (-1: none).
   std::vector<int> first_backward_step;
