@@ -157,8 +157,10 @@ Profile profileRewrittenModel(const ProfileMeta& original, const std::string& re
   // One measured iteration: the peak and the timeline come from the first in
   // any case, and the paired timing, not this profile, measures the time.
   options.run.measured_iters = 1;
-  // The verification ran the rewritten model's plain step under autograd's checks.
-  options.check_plain_step = !verified;
+  // The verification ran the rewritten model's plain step under autograd's
+  // checks, in the plain interpreter: the recorded runs' mode unless the
+  // profile ran with executor optimization on.
+  options.check_plain_step = !verified || original.run.executor_optimize;
   // Recorded "" is no autocast; requested "" would take the archive's.
   if (options.run.autocast.empty()) options.run.autocast = "off";
   options.measure_other_executor_mode = false;

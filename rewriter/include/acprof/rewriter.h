@@ -172,8 +172,9 @@ namespace acprof {
 // input specs, target, loss, optimizer, device, executor mode, warm-up), in
 // one measured iteration: the peak and timeline are the first iteration's in
 // any profile, and timeRewrite measures the time. `verified`: the model's
-// plain step has run under autograd's checks (verifyRewrite), so the
-// recorder's own plain check is skipped.
+// plain step has run under autograd's checks (verifyRewrite, in the plain
+// interpreter), so the recorder's own plain check is skipped where the
+// profile ran in that mode too.
 Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path, bool verified,
                               const std::function<void(const std::string&)>& progress = {});
 
