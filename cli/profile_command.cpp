@@ -34,7 +34,7 @@ struct ProfileArgs {
 // The TorchScript recorder's options that the eager front end does not offer,
 // by flag: refused with --module rather than silently ignored.
 const std::vector<std::string> kTorchScriptOnlyProfileFlags = {"--optimizer", "--warmup", "--iters", "--device",
-                                                               "--jit-optimize"};
+                                                               "--jit-optimize", "--compare-jit-optimize"};
 
 // acprof profile --module: the Python front end records the module into the
 // output; then the profile is read back as any profile is (its summary, views).
@@ -120,6 +120,9 @@ void addProfileCommand(CLI::App& app) {
   cmd->add_option("--jit-optimize", args->jit_optimize,
                   "TorchScript executor optimization during the profile (default off: see docs/manual.md)")
       ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_flag("--compare-jit-optimize", args->record.measure_other_executor_mode,
+                "also run one iteration with executor optimization in the other mode and say whether it peaks "
+                "lower (about two steps more)");
   cmd->add_option("-o,--output", args->output, "profile to write (default profile.json)");
   cmd->add_option("--html", args->html, "also write an HTML memory timeline");
   cmd->add_option("--trace", args->trace, "also write a Chrome/Perfetto trace JSON");

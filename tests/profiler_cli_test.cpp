@@ -30,13 +30,14 @@ TEST(ProfileCli, ResNet18ProfilesEndToEndWithTheStoredInputs) {
   EXPECT_GT(p.summary.peak_bytes, 0);
   EXPECT_NE(result.out.find("largest activations"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("layer1.0.conv1"), std::string::npos) << result.out;
+  EXPECT_EQ(p.meta.other_executor_mode_peak_bytes, -1) << "the other executor mode is compared only when asked";
 }
 
 TEST(ProfileCli, GptDecoderProfilesEndToEndWithExplicitSpecs) {
   const std::string dir = makeScratchDir("profile-gpt");
   const auto result = runAcprof("profile '" + testModel("gpt_traced.pt") +
                                     "' --input 'int64[4,32]:0..128' --target 'int64[4,32]:0..128' "
-                                    "--loss cross_entropy --optimizer adam --iters 2 -o gpt.json",
+                                    "--loss cross_entropy --optimizer adam --iters 2 --compare-jit-optimize -o gpt.json",
                                 dir);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const Profile p = readProfileFile(dir + "/gpt.json");
@@ -47,6 +48,11 @@ TEST(ProfileCli, GptDecoderProfilesEndToEndWithExplicitSpecs) {
   for (const TensorRecord& t : p.tensors)
     if (t.category == Category::OptimizerState) optimizer_state += t.bytes;
   EXPECT_GT(optimizer_state, 0);
+  // --compare-jit-optimize: one iteration with optimization on, its peak recorded and said.
+  EXPECT_GT(p.meta.other_executor_mode_peak_bytes, 0);
+  EXPECT_TRUE(result.out.find("executor optimization on would peak at") != std::string::npos ||
+              result.out.find("note: with --jit-optimize on this model peaks at") != std::string::npos)
+      << result.out;
 }
 
 // --version names the LibTorch acprof was built on and whether CUDA is compiled in,

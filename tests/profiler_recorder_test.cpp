@@ -247,7 +247,6 @@ TEST(RunModes, TheRecorderRunsAtItsThreadCountAndRestoresTheCallers) {
   options.model_path = testModel("mlp_traced.pt");
   options.run.measured_iters = 1;
   options.run.intra_op_threads = requested;
-  options.measure_other_executor_mode = false;
   const Profile p = recordProfile(options);
   EXPECT_EQ(p.meta.run.intra_op_threads, requested);
   EXPECT_EQ(intraOpThreads(), callers);

@@ -16,7 +16,6 @@ inline Profile profileOf(const std::string& model, const std::string& optimizer 
   options.model_path = testModel(model);
   options.run.optimizer = optimizer;
   options.run.measured_iters = 1;
-  options.measure_other_executor_mode = false;
   return recordProfile(options);
 }
 

@@ -36,7 +36,6 @@ Profile quickProfile(const fs::path& model) {
   options.model_path = model.string();
   options.run.warmup_iters = 0;
   options.run.measured_iters = 1;
-  options.measure_other_executor_mode = false;
   return recordProfile(options);
 }
 

@@ -10,8 +10,14 @@ bool moreIterationsWanted(const std::vector<double>& iteration_us, int most_iter
   const int taken = static_cast<int>(iteration_us.size());
   if (taken >= most_iterations) return false;
   if (taken < kFewestMeasuredIterations) return true;
-  const auto [fastest, slowest] = std::minmax_element(iteration_us.begin(), iteration_us.end());
-  return *slowest - *fastest > kAgreeingIterationSpread * median(iteration_us);
+  std::vector<double> sorted = iteration_us;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t majority = sorted.size() / 2 + 1;
+  const double allowed = kAgreeingIterationSpread * median(iteration_us);
+  // A majority that agrees is a run of neighbours in sorted order.
+  for (size_t first = 0; first + majority <= sorted.size(); ++first)
+    if (sorted[first + majority - 1] - sorted[first] <= allowed) return false;
+  return true;
 }
 
 }  // namespace acprof

@@ -9,16 +9,20 @@ namespace acprof {
 
 // The fewest measured iterations that can show their times agree.
 constexpr int kFewestMeasuredIterations = 2;
-// Iterations agree when their wall times all lie within this share of their
-// median: on a quiet machine consecutive iterations differ by about 1 %; on
-// the shared 2-core reference machine by 5-10 %, where per-op times from three
-// iterations moved the predicted extra time by several points of the step.
+// Iterations agree when the wall times of a majority of them lie within this
+// share of the median of all: on a quiet machine consecutive iterations differ
+// by about 1 %; on the shared 2-core reference machine by 5-10 %, where per-op
+// times from three iterations moved the predicted extra time by several points
+// of the step. A majority, not all: step times are per-step medians over the
+// iterations, which one iteration slowed by the machine does not move, so one
+// such iteration costs one more, not all up to --iters.
 constexpr double kAgreeingIterationSpread = 0.02;
 
 // Whether to measure one more iteration after those timed in `iteration_us`:
 // yes below min(kFewestMeasuredIterations, most_iterations), no at
-// `most_iterations` (--iters), and in between while their spread (largest
-// minus smallest) is over kAgreeingIterationSpread of their median.
+// `most_iterations` (--iters), and in between until more than half of them
+// lie within a spread (largest minus smallest) of kAgreeingIterationSpread of
+// the median of all.
 bool moreIterationsWanted(const std::vector<double>& iteration_us, int most_iterations);
 
 }  // namespace acprof

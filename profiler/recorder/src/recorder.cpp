@@ -173,16 +173,39 @@ struct IterationOutcome {
   std::string resolved_loss;
 };
 
+// Where the graph writes in place to a tensor an earlier node read: the
+// likely cause of autograd's "modified by an inplace operation", which names
+// the saved tensor's maker but not the write. "" where there is none. A write
+// to a tensor nothing has read yet (zeros_like, then masked_fill_) is no such cause.
+std::string inPlaceWriteAfterRead(const GraphCutFacts& facts) {
+  std::vector<int> first_reader(facts.values.size(), -1);
+  const auto where = [](const ForwardNode& node) {
+    return node.scope.empty() ? node.kind : fmt::format("{} in {}", node.kind, node.scope);
+  };
+  for (const ForwardNode& node : facts.nodes) {
+    for (const int written : node.writes)
+      // Graph inputs (the module, its weights and buffers) are written by
+      // design: BatchNorm's running statistics.
+      if (facts.values[written].producer_node >= 0 && first_reader[written] >= 0)
+        return fmt::format("{} writes in place to a tensor that {} read before it", where(node),
+                           where(facts.nodes[first_reader[written]]));
+    for (const int read : node.reads)
+      if (first_reader[read] < 0) first_reader[read] = node.id;
+  }
+  return "";
+}
+
 class IterationRunner {
  public:
   IterationRunner(torch::jit::Module& module, PreparedRun& run, Optimizer& optimizer, RecordingSession& session,
-                  uint64_t seed, c10::DeviceType device_type)
+                  uint64_t seed, c10::DeviceType device_type, std::string in_place_write_after_read)
       : module_(module),
         run_(run),
         optimizer_(optimizer),
         session_(session),
         seed_(seed),
-        module_device_type_(device_type) {}
+        module_device_type_(device_type),
+        in_place_write_after_read_(std::move(in_place_write_after_read)) {}
 
   // `forward` runs the model's forward on run.inputs: instrumented for the
   // profile, plain for the other-executor-mode comparison.
@@ -254,12 +277,16 @@ class IterationRunner {
     if (!loss.requires_grad())
       throw RecordError("the loss does not require grad: the model has no trainable parameters on this path");
     session_.beginStep(Phase::Backward, -1, "autograd.engine");
+    // A backward that fails here fails in the user's own loop: the hooks make
+    // autograd's in-place check (saved_tensor_hooks.h) and change nothing else.
     try {
       loss.backward();
     } catch (const std::exception& e) {
-      throw Error(ErrorKind::ModelFails, fmt::format("the model's backward fails in PyTorch: {}; the model does not "
-                                                     "train as exported",
-                                                     oneLineTorchError(e)));
+      throw Error(ErrorKind::ModelFails,
+                  fmt::format("the model's own training step fails in PyTorch: {}{}; fix the model (acprof profiles "
+                              "only a step PyTorch accepts)",
+                              oneLineTorchError(e),
+                              in_place_write_after_read_.empty() ? "" : "; the graph's " + in_place_write_after_read_));
     }
     if (optimizer_.kind() != "none") {
       session_.beginStep(Phase::Optimizer, -1, "optimizer.step");
@@ -280,64 +307,8 @@ class IterationRunner {
   RecordingSession& session_;
   uint64_t seed_;
   c10::DeviceType module_device_type_;
+  std::string in_place_write_after_read_;  // "" where the graph has none
 };
-
-// Where the graph writes in place to a tensor an earlier node read: the
-// likely cause of autograd's "modified by an inplace operation", which names
-// the saved tensor's maker but not the write. "" where there is none. A write
-// to a tensor nothing has read yet (zeros_like, then masked_fill_) is no such cause.
-std::string inPlaceWriteAfterRead(const GraphCutFacts& facts) {
-  std::vector<int> first_reader(facts.values.size(), -1);
-  const auto where = [](const ForwardNode& node) {
-    return node.scope.empty() ? node.kind : fmt::format("{} in {}", node.kind, node.scope);
-  };
-  for (const ForwardNode& node : facts.nodes) {
-    for (const int written : node.writes)
-      // Graph inputs (the module, its weights and buffers) are written by
-      // design: BatchNorm's running statistics.
-      if (facts.values[written].producer_node >= 0 && first_reader[written] >= 0)
-        return fmt::format("{} writes in place to a tensor that {} read before it", where(node),
-                           where(facts.nodes[first_reader[written]]));
-    for (const int read : node.reads)
-      if (first_reader[read] < 0) first_reader[read] = node.id;
-  }
-  return "";
-}
-
-// The profiled step must be one PyTorch itself accepts. acprof's saved-tensor
-// hooks stand between autograd and every tensor it saves, and with hooks in
-// place PyTorch skips its check that a saved tensor was not written in place
-// after it was saved: a model that writes to what autograd saved would train,
-// with wrong gradients, under the recorder, and fail in the user's own loop.
-// So one plain step runs first, with no hook of acprof's, under autograd's own
-// checks. Its forward or loss failing is left to the recorded run, which names
-// the input or loss to fix; a failing backward is the model's.
-void checkPlainTrainingStep(torch::jit::Module& module, const PreparedRun& run, const GraphCutFacts& facts,
-                            uint64_t seed, c10::DeviceType device_type) {
-  at::manual_seed(seed);
-  at::Tensor loss;
-  try {
-    std::vector<c10::IValue> stack = forwardArguments(module, run.inputs);
-    std::optional<AutocastScope> autocast;
-    if (!run.autocast.empty()) autocast.emplace(run.autocast, device_type);
-    const c10::IValue output = module.forward(stack);
-    loss = computeLoss(output, resolveLossKind(output, run.loss_kind), run.target);
-  } catch (const std::exception&) {
-    return;
-  }
-  if (!loss.requires_grad()) return;
-  try {
-    loss.backward();
-  } catch (const std::exception& e) {
-    clearGradients(module);
-    const std::string write = inPlaceWriteAfterRead(facts);
-    throw Error(ErrorKind::ModelFails,
-                fmt::format("the model's own training step fails in PyTorch, without acprof: {}{}; fix the model "
-                            "(acprof profiles only a step PyTorch accepts)",
-                            oneLineTorchError(e), write.empty() ? "" : "; the graph's " + write));
-  }
-  clearGradients(module);
-}
 
 // What the checkpoint operator keeps per call on the profiled device: the
 // default generators' states (rewriter/ops/rng_state.h). CUDA generator states
@@ -381,22 +352,20 @@ std::vector<double> stepDurationsUs(const IterationRecord& record) {
   return durations;
 }
 
-}  // namespace
-
-Profile recordProfile(const RecordOptions& options) {
-  auto progress = [&](const std::string& line) {
-    if (options.progress) options.progress(line);
-  };
-  if (options.run.device != "cpu" && options.run.device.rfind("cuda", 0) != 0)
-    throw RecordError(fmt::format("unknown device '{}'; use cpu or cuda", options.run.device));
-  if (options.run.device.rfind("cuda", 0) == 0 && !at::hasCUDA())
+void checkDevice(const std::string& device) {
+  if (device != "cpu" && device.rfind("cuda", 0) != 0)
+    throw RecordError(fmt::format("unknown device '{}'; use cpu or cuda", device));
+  if (device.rfind("cuda", 0) == 0 && !at::hasCUDA())
     throw RecordError(
         "--device cuda, but no CUDA GPU is visible to this process (none installed, or hidden by "
         "CUDA_VISIBLE_DEVICES); run on a machine with a GPU, or use --device cpu");
+}
 
-  const IntraOpThreadsGuard threads(options.run.intra_op_threads);
-  progress("loading " + options.model_path);
-  torch::jit::Module module = loadModel(options.model_path, options.run.device);
+// The profile of `module`, loaded from options.model_path, trained by `optimizer`.
+Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Optimizer& optimizer) {
+  auto progress = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
   const std::shared_ptr<torch::jit::Graph> graph = inlinedForwardGraph(module);
   GraphCutFacts facts = describeCutFacts(module, graph);
   PreparedRun run = prepare(options, module, *graph);
@@ -419,20 +388,13 @@ Profile recordProfile(const RecordOptions& options) {
   profile.meta.run.autocast = run.autocast;
   profile.meta.run.intra_op_threads = intraOpThreads();
 
-  Optimizer optimizer(options.run.optimizer, module);
   InstrumentedForward forward(graph);
   const c10::DeviceType device_type = c10::Device(options.run.device).type();
 
-  {
-    // Before the session, whose saved-tensor hooks would skip the very check,
-    // and in the recorded runs' executor mode.
-    ExecutorModeGuard executor_mode(options.run.executor_optimize);
-    if (options.check_plain_step) {
-      progress("one plain training step, under autograd's own checks");
-      checkPlainTrainingStep(module, run, facts, options.run.seed, device_type);
-    }
-  }
-
+  // A model trained before (recordTrainedModel) holds its last step's
+  // gradients: dropped before the session, which would see them freed but
+  // not made.
+  clearGradients(module);
   std::vector<IterationOutcome> measured;
   std::vector<StaticStorage> statics;
   std::vector<double> plain_forward_us, no_grad_forward_us;
@@ -440,7 +402,8 @@ Profile recordProfile(const RecordOptions& options) {
   {
     RecordingSession session(device_type);
     ExecutorModeGuard executor_mode(options.run.executor_optimize);
-    IterationRunner runner(module, run, optimizer, session, options.run.seed, device_type);
+    IterationRunner runner(module, run, optimizer, session, options.run.seed, device_type,
+                           inPlaceWriteAfterRead(facts));
     auto instrumented = [&] { return forward.run(module, run.inputs); };
     for (int i = 0; i < options.run.warmup_iters; ++i) {
       progress(fmt::format("warm-up iteration {}/{}", i + 1, options.run.warmup_iters));
@@ -458,39 +421,45 @@ Profile recordProfile(const RecordOptions& options) {
     // Plain forwards (no probes) in the same mode: the probes' cost, which the
     // forward step times then do not carry (on small ops it rivals the op).
     // Forwards alone: their output and autograd graph are dropped at once, as
-    // no backward is timed here. And one plain forward without grad, recorded
-    // beside them (forward_without_grad_ratio, profile_format.h): one, as no
-    // plan's time uses it.
-    auto timedForward = [&](std::vector<double>& times_us) {
+    // no backward is timed here. Two at most, as the measured iterations' times
+    // agree from two on. And one plain forward without grad, recorded beside
+    // them (forward_without_grad_ratio, profile_format.h): one, as no plan's
+    // time uses it.
+    auto plainForward = [&] {
       std::vector<c10::IValue> stack = forwardArguments(module, run.inputs);
       std::optional<AutocastScope> autocast;
       if (!run.autocast.empty()) autocast.emplace(run.autocast, device_type);
+      return module.forward(stack);
+    };
+    auto timedForward = [&](std::vector<double>& times_us) {
       // On CUDA the clock reads the kernels' end, not their launches'.
       if (device_type == c10::DeviceType::CUDA) torch::cuda::synchronize();
       const int64_t start_ns = nowNs();
-      c10::IValue output = module.forward(stack);
+      plainForward();
       if (device_type == c10::DeviceType::CUDA) torch::cuda::synchronize();
       times_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
-      return output;
     };
-    for (size_t i = 0; i < measured.size(); ++i) timedForward(plain_forward_us);
-    {
+    const size_t plain_forwards = std::min<size_t>(measured.size(), kFewestMeasuredIterations);
+    for (size_t i = 0; i < plain_forwards; ++i) timedForward(plain_forward_us);
+    if (options.measure_forward_without_grad) {
       const at::NoGradGuard no_grad;
       timedForward(no_grad_forward_us);
     }
     if (options.measure_other_executor_mode) {
       // One plain iteration under the other mode tells the user whether it would
-      // hold less. Turning optimization on needs a profiling run first.
+      // hold less. Turning optimization on needs a profiling run first: a
+      // forward, which is all the profiling executor records (autodiff
+      // differentiates the optimized graph it builds at the next call).
       progress("comparing with executor optimization " + std::string(options.run.executor_optimize ? "off" : "on"));
       ExecutorModeGuard other_mode(!options.run.executor_optimize);
       auto plain = [&] {
         std::vector<c10::IValue> stack = forwardArguments(module, run.inputs);
         return module.forward(stack);
       };
-      const int runs = options.run.executor_optimize ? 1 : 2;
       IterationRecord last;
       try {
-        for (int i = 0; i < runs; ++i) last = runner.runOnce(plain).record;
+        if (!options.run.executor_optimize) plainForward();
+        last = runner.runOnce(plain).record;
       } catch (const std::exception& e) {
         // Only a comparison: the profile stands without it (e.g. TorchScript's
         // autodiff under autocast fails where eager autograd does not).
@@ -531,7 +500,7 @@ Profile recordProfile(const RecordOptions& options) {
                             "have no op times; profile without ACPROF_CUPTI=1 (op times then come from wall clocks "
                             "with the device synchronized at each op)",
                             step_time_us.size()));
-  if (median(plain_forward_us) > 0)
+  if (!no_grad_forward_us.empty() && median(plain_forward_us) > 0)
     profile.meta.forward_without_grad_ratio =
         std::min(1.0, median(no_grad_forward_us) / median(plain_forward_us));
 
@@ -552,6 +521,27 @@ Profile recordProfile(const RecordOptions& options) {
   }
   deriveProfile(profile, iteration);
   return profile;
+}
+
+}  // namespace
+
+Profile recordProfile(const RecordOptions& options) {
+  checkDevice(options.run.device);
+  const IntraOpThreadsGuard threads(options.run.intra_op_threads);
+  if (options.progress) options.progress("loading " + options.model_path);
+  torch::jit::Module module = loadModel(options.model_path, options.run.device);
+  Optimizer optimizer(options.run.optimizer, module);
+  return recordModel(options, module, optimizer);
+}
+
+Profile recordTrainedModel(const RecordOptions& options, torch::jit::Module& module, Optimizer& optimizer) {
+  if (optimizer.kind() != options.run.optimizer)
+    throw Error(ErrorKind::Internal, fmt::format("recordTrainedModel: the model trained with optimizer {} but the "
+                                                 "profile asks for {}; this is a bug in acprof",
+                                                 optimizer.kind(), options.run.optimizer));
+  checkDevice(options.run.device);
+  const IntraOpThreadsGuard threads(options.run.intra_op_threads);
+  return recordModel(options, module, optimizer);
 }
 
 }  // namespace acprof

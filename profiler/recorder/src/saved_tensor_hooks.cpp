@@ -6,8 +6,11 @@
 #include <utility>
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/saved_variable_hooks.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace acprof {
 namespace {
@@ -25,17 +28,28 @@ std::shared_ptr<const SavedTensorReport> currentReport() {
 // saved tensor keeps its storage (and nothing else) alive until the
 // SavedVariable drops its hooks, which is when it would have dropped the data.
 // Detached, so that saving a node's own output makes no reference cycle.
+//
+// With a hook in place, autograd skips its check that a saved tensor was not
+// written in place after it was saved (SavedVariable::unpack), so the hook
+// makes that check itself: the alias shares the tensor's version counter. A
+// model that writes to what autograd saved then fails under the recorder as
+// it fails in the user's own loop, and no separate plain step is needed to
+// find out.
 class ReportingHooks : public torch::autograd::SavedVariableHooks {
  public:
   explicit ReportingHooks(std::shared_ptr<const SavedTensorReport> report) : report_(std::move(report)) {}
   void call_pack_hook(const at::Tensor& tensor) override {
     saved_ = tensor.detach();
+    saved_version_ = saved_._version();
     if (report_->saved && saved_.has_storage()) {
       save_id_ = g_next_save_id++;
       report_->saved(save_id_, saved_.storage().data());
     }
   }
-  at::Tensor call_unpack_hook() override { return saved_; }
+  at::Tensor call_unpack_hook() override {
+    if (saved_.defined() && saved_._version() != saved_version_) throwModifiedInPlace();
+    return saved_;
+  }
   ~ReportingHooks() override {
     if (save_id_ == 0 || !report_->released) return;
     // Report before the storage goes, so the release precedes its free event.
@@ -43,7 +57,18 @@ class ReportingHooks : public torch::autograd::SavedVariableHooks {
   }
 
  private:
+  // Autograd's own words (saved_variable.cpp), which the user can search for.
+  // Not the node that made the tensor, as autograd names it: a hook that held
+  // that node would keep alive the node that saved its own output.
+  [[noreturn]] void throwModifiedInPlace() const {
+    TORCH_CHECK(false, fmt::format("one of the variables needed for gradient computation has been modified by an "
+                                   "inplace operation: [{} [{}]] is at version {}; expected version {} instead",
+                                   saved_.toString(), fmt::join(saved_.sizes(), ", "), saved_._version(),
+                                   saved_version_));
+  }
+
   at::Tensor saved_;
+  int64_t saved_version_ = 0;
   std::shared_ptr<const SavedTensorReport> report_;
   uint64_t save_id_ = 0;
 };

@@ -8,10 +8,11 @@
 // torch.autograd.graph.saved_tensors_hooks). acprof's engine is the process's
 // default engine from load time on; while a SavedTensorHooksScope lives, it
 // gives every save a hook that reports the save and its release, and outside a
-// scope it gives none, so that a backward there is LibTorch's own, with its
-// checks (a hook turns off the check that a saved tensor was not written in
-// place). A hook holds the saved storage exactly as long as autograd would have
-// held it, so memory is unchanged.
+// scope it gives none, so that a backward there is LibTorch's own. A hook turns
+// off autograd's check that a saved tensor was not written in place after it
+// was saved, so the hook makes that check itself, in autograd's words. A hook
+// holds the saved storage exactly as long as autograd would have held it, so
+// memory is unchanged.
 //
 // Why from load time, not switched in by the scope: LibTorch starts the
 // autograd device threads (one per GPU) once per process, for whichever engine

@@ -18,17 +18,24 @@
 #include "acprof/error.h"
 #include "acprof/profile_format.h"
 
+namespace torch::jit {
+struct Module;
+}
+
 namespace acprof {
+
+class Optimizer;
 
 struct RecordOptions {
   std::string model_path;
   RunConfig run;                          // as requested: see RunConfig
-  bool measure_other_executor_mode = true;
-  // One plain training step before the recorded ones, under autograd's own
-  // checks (an in-place write to a tensor backward needs fails there), which the
-  // recorded steps' saved-tensor hooks skip. Off only where the caller has just
-  // run that very step plainly: the rewrite's verification.
-  bool check_plain_step = true;
+  // One more iteration in the other executor mode, for
+  // meta.other_executor_mode_peak_bytes (-1 where not measured). Off by
+  // default: it costs about two steps, and the plan holds in the recorded mode.
+  bool measure_other_executor_mode = false;
+  // One forward without grad, for meta.forward_without_grad_ratio: a property
+  // of the model, which a re-profile of its rewrite need not measure again.
+  bool measure_forward_without_grad = true;
   std::string command_line;               // recorded in the profile's meta
   std::function<void(const std::string&)> progress;  // optional, one short line per stage
 };
@@ -41,6 +48,12 @@ class RecordError : public Error {
 };
 
 Profile recordProfile(const RecordOptions& options);
+
+// The same for a model already loaded from options.model_path and trained in
+// this process (the rewrite's timed pair): no second load, and its optimizer's
+// state exists already, as after a warm-up iteration (options.run.warmup_iters
+// still run first if asked for). `optimizer` must be of options.run.optimizer's kind.
+Profile recordTrainedModel(const RecordOptions& options, torch::jit::Module& module, Optimizer& optimizer);
 
 // sha256 of a file's bytes, hex.
 std::string sha256OfFile(const std::string& path);
