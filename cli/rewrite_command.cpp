@@ -292,18 +292,17 @@ void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchsc
   }
   // Timed before the report is drawn: its headline extra time is this
   // measurement. The verified pair goes on training (its verified step was the
-  // warm-up); it is released before the re-profile measures memory.
+  // warm-up), and the re-profile records its rewritten model, warm.
   std::optional<StepTimes> times;
+  std::shared_ptr<TrainingPair> pair = std::move(result.verified_pair);
   if (args.time_rounds > 0) {
     if (options.progress) options.progress("timing both models");
-    std::shared_ptr<TrainingPair> pair = std::move(result.verified_pair);
     if (!pair) pair = std::make_shared<TrainingPair>(result.model_path, result.output_path, *step);
     times = timeRewrite(*pair, args.time_rounds);
   }
-  result.verified_pair.reset();
   if (options.progress) options.progress("re-profiling the rewritten model");
-  const Profile after =
-      profileRewrittenModel(before->meta, result.output_path, result.verification.has_value(), options.progress);
+  const Profile after = profileRewrittenModel(before->meta, result.output_path, pair.get(), options.progress);
+  pair.reset();
   std::optional<MeasuredStepTime> measured;
   if (times) measured = MeasuredStepTime{times->original_us, times->extra_share, times->extra_share_error, times->rounds};
   if (make_report_dir) fs::create_directories(report_dir);

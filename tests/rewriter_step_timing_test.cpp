@@ -2,6 +2,7 @@
 // extra time is (rewriter.h: medianStandardError, whyTimingStops).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "acprof/rewriter.h"
@@ -18,7 +19,8 @@ std::vector<double> repeated(const std::vector<double>& values, int times) {
 // Nine values 0..8: quartiles 2 and 6, sigma 4 / 1.349, and the median's
 // standard error 1.2533 sigma / 3. Four times as many values of the same
 // spread halve it; one wild value (a step a busy machine stretched) moves
-// neither quartile; under four values there are no quartiles to speak of.
+// neither quartile; three values have an IQR of half their range; under three
+// there are no quartiles to speak of.
 TEST(StepTiming, MedianStandardErrorFollowsTheSpreadAndTheCountNotTheOutliers) {
   const std::vector<double> nine = {4, 0, 8, 1, 7, 2, 6, 3, 5};
   const double expected = 1.2533 * (4 / 1.349) / 3;
@@ -27,7 +29,8 @@ TEST(StepTiming, MedianStandardErrorFollowsTheSpreadAndTheCountNotTheOutliers) {
   std::vector<double> stretched = nine;
   stretched[2] = 1000;
   EXPECT_NEAR(medianStandardError(stretched).value(), expected, 1e-9);
-  EXPECT_FALSE(medianStandardError({0.1, 0.3, 0.2}).has_value());
+  EXPECT_NEAR(medianStandardError({0.1, 0.3, 0.2}).value(), 1.2533 * (0.1 / 1.349) / std::sqrt(3.0), 1e-9);
+  EXPECT_FALSE(medianStandardError({0.1, 0.3}).has_value());
 }
 
 // Shares of pairs as this project's 2-core machine measured them (one step to
@@ -62,13 +65,13 @@ TEST(StepTiming, PairsGoOnWhileShortOrImpreciseAndStopAtTheLimits) {
   EXPECT_TRUE(moreTimedPairsWanted(many_noisy, 0.1, kMostTimedRounds + 1));
 }
 
-// A rewrite's default pairs on a quiet machine are enough: four agreeing pairs
+// A rewrite's default pairs on a quiet machine are enough: three agreeing pairs
 // of steps long enough stop the timing, so a rewrite costs few steps (issue 36).
 TEST(StepTiming, TheDefaultPairsOfAQuietMachineArePrecise) {
-  const std::vector<double> four_quiet(kQuietShares.begin(), kQuietShares.begin() + kDefaultTimedRounds);
-  EXPECT_EQ(whyTimingStops(four_quiet, kLeastTimedSeconds, kDefaultTimedRounds), TimingStop::Precise);
-  const std::vector<double> three_quiet(kQuietShares.begin(), kQuietShares.begin() + kDefaultTimedRounds - 1);
-  EXPECT_FALSE(whyTimingStops(three_quiet, kLeastTimedSeconds, kDefaultTimedRounds).has_value());
+  const std::vector<double> default_quiet(kQuietShares.begin(), kQuietShares.begin() + kDefaultTimedRounds);
+  EXPECT_EQ(whyTimingStops(default_quiet, kLeastTimedSeconds, kDefaultTimedRounds), TimingStop::Precise);
+  const std::vector<double> fewer_quiet(kQuietShares.begin(), kQuietShares.begin() + kDefaultTimedRounds - 1);
+  EXPECT_FALSE(whyTimingStops(fewer_quiet, kLeastTimedSeconds, kDefaultTimedRounds).has_value());
 }
 
 // The reason names the rule that ended the pairs; a median sure enough is

@@ -145,11 +145,10 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
   }
   fs::rename(temp_path, result.output_path);
   temporary.release();
-  if (result.verified_pair) result.verified_pair->rewritten_path = result.output_path;
   return result;
 }
 
-Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path, bool verified,
+Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path, TrainingPair* trained,
                               const std::function<void(const std::string&)>& progress) {
   RecordOptions options;
   options.model_path = rewritten_path;
@@ -157,16 +156,22 @@ Profile profileRewrittenModel(const ProfileMeta& original, const std::string& re
   // One measured iteration: the peak and the timeline come from the first in
   // any case, and the paired timing, not this profile, measures the time.
   options.run.measured_iters = 1;
-  // The verification ran the rewritten model's plain step under autograd's
-  // checks, in the plain interpreter: the recorded runs' mode unless the
-  // profile ran with executor optimization on.
-  options.check_plain_step = !verified || original.run.executor_optimize;
+  // A property of the model, which the original profile measured.
+  options.measure_forward_without_grad = false;
   // Recorded "" is no autocast; requested "" would take the archive's.
   if (options.run.autocast.empty()) options.run.autocast = "off";
-  options.measure_other_executor_mode = false;
   options.command_line = "acprof rewrite (re-profile)";
   options.progress = progress;
-  return recordProfile(options);
+  // The pair trained in the plain interpreter (verification and timing). A
+  // profile in the optimizing executor's mode needs its warm-up, whose first
+  // call in that mode is a profiling run, and so its own load.
+  if (trained) trained->releaseOriginal();
+  if (!trained || !trained->optimizers_stepped || original.run.executor_optimize) {
+    if (trained) trained->releaseRewritten();
+    return recordProfile(options);
+  }
+  options.run.warmup_iters = 0;
+  return recordTrainedModel(options, trained->rewritten, *trained->rewritten_optimizer);
 }
 
 }  // namespace acprof

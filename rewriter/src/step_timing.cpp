@@ -40,7 +40,7 @@ double stepTimeUs(torch::jit::Module& module, Optimizer& optimizer, const std::v
 
 std::optional<double> medianStandardError(std::vector<double> values) {
   const size_t n = values.size();
-  if (n < 4) return std::nullopt;
+  if (n < 3) return std::nullopt;
   std::sort(values.begin(), values.end());
   // Quartiles by linear interpolation between order statistics.
   const auto quantile = [&](double q) {
@@ -75,14 +75,15 @@ StepTimes timeRewrite(TrainingPair& pair, int min_rounds) {
   };
   if (pair.steps_taken == 0) {
     // Warm-up, never measured; it also makes the optimizer's state, as the profile's warm-up did.
-    step(pair.original, pair.original_optimizer);
-    step(pair.rewritten, pair.rewritten_optimizer);
+    step(pair.original, *pair.original_optimizer);
+    step(pair.rewritten, *pair.rewritten_optimizer);
     ++pair.steps_taken;
   } else {
     // The verified step was the warm-up; its optimizer step makes the state.
-    pair.original_optimizer.step();
-    pair.rewritten_optimizer.step();
+    pair.original_optimizer->step();
+    pair.rewritten_optimizer->step();
   }
+  pair.optimizers_stepped = true;
   std::vector<double> original_us, rewritten_us, extra_shares;
   double timed_us = 0;
   std::optional<TimingStop> stop;
@@ -90,9 +91,9 @@ StepTimes timeRewrite(TrainingPair& pair, int min_rounds) {
     // Every other pair runs the rewritten model first, so that neither model
     // always inherits the other's caches and allocator state.
     const bool rewritten_first = extra_shares.size() % 2 == 1;
-    if (rewritten_first) rewritten_us.push_back(step(pair.rewritten, pair.rewritten_optimizer));
-    original_us.push_back(step(pair.original, pair.original_optimizer));
-    if (!rewritten_first) rewritten_us.push_back(step(pair.rewritten, pair.rewritten_optimizer));
+    if (rewritten_first) rewritten_us.push_back(step(pair.rewritten, *pair.rewritten_optimizer));
+    original_us.push_back(step(pair.original, *pair.original_optimizer));
+    if (!rewritten_first) rewritten_us.push_back(step(pair.rewritten, *pair.rewritten_optimizer));
     extra_shares.push_back((rewritten_us.back() - original_us.back()) / original_us.back());
     timed_us += original_us.back() + rewritten_us.back();
   }

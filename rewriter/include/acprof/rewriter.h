@@ -93,7 +93,7 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
 // A pair that has taken no step yet is warmed up by one untimed step each; a
 // verified pair applies its optimizers to the verified step's gradients
 // instead (the state a warm-up step makes), untimed.
-constexpr int kDefaultTimedRounds = 4;
+constexpr int kDefaultTimedRounds = 3;
 constexpr int kMostTimedRounds = 50;
 constexpr double kLeastTimedSeconds = 0.5;
 constexpr double kMostTimedSeconds = 10.0;
@@ -122,7 +122,8 @@ StepTimes timeRewrite(TrainingPair& pair, int min_rounds);
 
 // The standard error of the median of `values`, from their interquartile
 // range (1.2533 sigma / sqrt(n), sigma = IQR / 1.349, as for normal noise):
-// robust to the odd step a busy machine stretches. None under 4 values.
+// robust to the odd step a busy machine stretches. None under 3 values; with
+// 3, the interpolated quartiles make the IQR half their range.
 std::optional<double> medianStandardError(std::vector<double> values);
 
 // Which limit ends the pairs, or none while more are wanted: after `min_rounds`
@@ -132,7 +133,7 @@ std::optional<double> medianStandardError(std::vector<double> values);
 // kTimedStandardError of the step (or too few pairs to say) and they have taken
 // under kMostTimedSeconds: one step to the next varied by ±15 % on a shared
 // 2-core machine, so five pairs left the median uncertain by about 10 % of the
-// step, while on a quiet one four pairs are precise and the rewrite stops there.
+// step, while on a quiet one three pairs are precise and the rewrite stops there.
 std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares, double timed_seconds,
                                          int min_rounds);
 
@@ -169,13 +170,15 @@ std::string defaultRewrittenPath(const std::string& model_path);
 namespace acprof {
 
 // Measures the rewritten model as the original profile was measured (same
-// input specs, target, loss, optimizer, device, executor mode, warm-up), in
-// one measured iteration: the peak and timeline are the first iteration's in
-// any profile, and timeRewrite measures the time. `verified`: the model's
-// plain step has run under autograd's checks (verifyRewrite, in the plain
-// interpreter), so the recorder's own plain check is skipped where the
-// profile ran in that mode too.
-Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path, bool verified,
+// input specs, target, loss, optimizer, device, executor mode), in one
+// measured iteration: the peak and timeline are the first iteration's in any
+// profile, and timeRewrite measures the time. `trained`, where not null: the
+// pair timeRewrite trained, whose rewritten model is recorded as it is (warm,
+// its optimizer's state made, as a warm-up iteration would leave it), with no
+// second load and no warm-up; the pair's original is released first. Where the
+// profile ran with executor optimization on, or the pair has not trained, the
+// model is loaded from rewritten_path and warmed up as the profile was.
+Profile profileRewrittenModel(const ProfileMeta& original, const std::string& rewritten_path, TrainingPair* trained,
                               const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace acprof

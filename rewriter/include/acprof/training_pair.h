@@ -5,6 +5,7 @@
 // less (issue 36: a rewrite costs a few training steps).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,19 +23,27 @@ struct TrainingPair {
   TrainingPair(const TrainingPair&) = delete;
   TrainingPair& operator=(const TrainingPair&) = delete;
 
-  std::string original_path;
-  std::string rewritten_path;
+  std::string original_path;  // loaded again only where verification must check the original against itself
   StepConfig config;
   std::vector<at::Tensor> inputs;
   at::Tensor target;
   torch::jit::Module original;
   torch::jit::Module rewritten;
-  Optimizer original_optimizer;
-  Optimizer rewritten_optimizer;
+  std::unique_ptr<Optimizer> original_optimizer;  // null once released
+  std::unique_ptr<Optimizer> rewritten_optimizer;
   // Training steps (forward, loss, backward) each model has taken. The timing
   // warms up a pair that has taken none; after the verified step it only
   // applies the optimizer to that step's gradients, untimed.
   int steps_taken = 0;
+  // Whether the optimizers have stepped, so that their state (momentum, Adam's
+  // moments) exists, as after a profile's warm-up iteration.
+  bool optimizers_stepped = false;
+
+  // Free a model, its gradients and its optimizer's state, so that what runs
+  // next (the re-profile of the rewritten model) has the memory the user's own
+  // training would.
+  void releaseOriginal();
+  void releaseRewritten();
 };
 
 }  // namespace acprof
