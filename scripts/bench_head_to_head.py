@@ -63,7 +63,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are built from configs; nothing is downloaded
 
@@ -413,9 +413,9 @@ def acprof_peak(path: str) -> int:
         return json.load(handle)["summary"]["peak_bytes"]
 
 
-def budget_rows(acprof: str, work: str, engine: str, budgets: List[str], profiled: int) -> List[tuple]:
-    """(budget, tag, row) for each of `budgets` and for the floor of work/profile.json, which
-    `acprof plan --outcome` names when no plan fits 1 byte."""
+def budget_rows(acprof: str, work: str, engine: str, budgets: List[str]) -> Tuple[int, List[tuple]]:
+    """The floor of work/profile.json, which `acprof plan --outcome` names when no plan fits 1
+    byte, and (budget, tag, row) for each of `budgets` and for that floor."""
     run_acprof(acprof, ["plan", "profile.json", "--budget", "1", "-o", "plan-floor.json",
                         "--outcome", "outcome-floor.json"], work, allowed=(3,))
     with open(os.path.join(work, "outcome-floor.json")) as handle:
@@ -425,17 +425,15 @@ def budget_rows(acprof: str, work: str, engine: str, budgets: List[str], profile
         tag = budget.rstrip("%") if budget.endswith("%") else "floor"
         setting = f"acprof {budget}" if tag != "floor" else f"acprof floor ({floor_bytes / 2**20:.1f} MiB)"
         rows.append((budget, tag, Row(engine, setting)))
-    return rows
+    return floor_bytes, rows
 
 
-def plan_fits(acprof: str, work: str, budget: str, tag: str, row: Row, profiled: int) -> bool:
+def plan_fits(acprof: str, work: str, budget: str, tag: str, row: Row, profiled: int, floor_bytes: int) -> bool:
     """Plans work/profile.json at `budget` into plan-TAG.json: True when a plan fits, False (the
     row's note says so) where the budget is below the floor."""
     plan = run_acprof(acprof, ["plan", "profile.json", "--budget", budget, "-o", f"plan-{tag}.json"], work,
                       allowed=(0, 3))
     if plan.returncode == 3:
-        with open(os.path.join(work, "outcome-floor.json")) as handle:
-            floor_bytes = json.load(handle)["floor"]["peak_bytes"]
         row.note = f"below the floor ({100 * floor_bytes / profiled:.0f} % of acprof's profiled peak)"
         return False
     return True
@@ -448,9 +446,10 @@ def acprof_models(acprof: str, work: str, model_path: str, args) -> List[tuple]:
     run_acprof(acprof, ["profile", model_path, "-o", "profile.json", "--iters", "3", "--device", device], work)
     profiled = acprof_peak(os.path.join(work, "profile.json"))
     rows = [(Row("TorchScript", "baseline", baseline=True, acprof_peak_bytes=profiled), model_path)]
-    for budget, tag, row in budget_rows(acprof, work, "acprof", budgets, profiled):
+    floor_bytes, budget_plans = budget_rows(acprof, work, "acprof", budgets)
+    for budget, tag, row in budget_plans:
         try:
-            if not plan_fits(acprof, work, budget, tag, row, profiled):
+            if not plan_fits(acprof, work, budget, tag, row, profiled, floor_bytes):
                 rows.append((row, None))
                 continue
             report_dir = os.path.join(work, f"report-{tag}")
@@ -500,9 +499,10 @@ def acprof_eager_models(acprof: str, work: str, bench: BenchModel, stored, args)
                          path=os.path.join(eager_work, "profile.json"), autocast=stored.autocast or "")
     profiled = acprof_peak(os.path.join(eager_work, "profile.json"))
     rows = []
-    for budget, tag, row in budget_rows(acprof, eager_work, "acprof (eager)", args.acprof_budgets, profiled):
+    floor_bytes, budget_plans = budget_rows(acprof, eager_work, "acprof (eager)", args.acprof_budgets)
+    for budget, tag, row in budget_plans:
         try:
-            if not plan_fits(acprof, eager_work, budget, tag, row, profiled):
+            if not plan_fits(acprof, eager_work, budget, tag, row, profiled, floor_bytes):
                 rows.append((row, None))
                 continue
             plan_path = os.path.join(eager_work, f"plan-{tag}.json")
