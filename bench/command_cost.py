@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What `acprof profile` and `acprof rewrite` cost, in training steps of the model they run on.
 
-    bench/command_cost.py --acprof build/cli/acprof [--models gpt_demo resnet18_demo vit_small] [--rounds 2]
+    bench/command_cost.py --acprof build/cli/acprof [--models gpt_cost resnet18_cost vit_cost] [--rounds 2]
 
 For each reference model (exported here from models/), in one run on one machine: the wall time of
 `acprof profile model.pt` and of `acprof rewrite model.pt plan.json` at a budget halfway between the
@@ -41,7 +41,8 @@ def floor_bytes(acprof, profile, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--acprof", default=os.path.join(REPO, "build", "cli", "acprof"))
-    parser.add_argument("--models", nargs="+", default=["gpt_demo", "resnet18_demo", "vit_small"])
+    # Steps of about a second on a 2-core CPU (reference_models.py says why).
+    parser.add_argument("--models", nargs="+", default=["gpt_cost", "resnet18_cost", "vit_cost"])
     parser.add_argument("--mode", default="traced", choices=["traced", "scripted"])
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()

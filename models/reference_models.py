@@ -107,6 +107,14 @@ ENCODER_MASKS = ReferenceModel(encoder_masks.build, encoder_masks.training_specs
 GPT_DEMO = _gpt(gpt.GptConfig(layers=6, width=128, heads=4, seq_len=256, vocab=256), batch=8)
 RESNET18_DEMO = _resnet("resnet18", batch=8, image_size=128)
 
+# What a command costs in training steps (bench/command_cost.py): steps of about a second on
+# the 2-core CPU, where the fixed costs (process start, loading, hashing, writing files) weigh
+# on the step as on a model users train, not as on the test sizes' steps of milliseconds.
+GPT_COST = _gpt(gpt.GptConfig(layers=8, width=256, heads=8, seq_len=256, vocab=512), batch=8)
+RESNET18_COST = _resnet("resnet18", batch=16, image_size=192)
+VIT_COST = ReferenceModel(partial(vit.build, image_size=96, layers=6, width=192),
+                          vit.training_specs(batch=32, image_size=96))
+
 # Benchmark sizes for the GPU machine. A full-size forward takes minutes on a CPU, so they are
 # traced at batch 1 once batch_free_trace.py has shown the graph does not depend on the batch;
 # the sequence length and image size are traced at their real values.
@@ -138,6 +146,9 @@ CATALOGUE: Dict[str, ReferenceModel] = {
     "encoder_masks": ENCODER_MASKS,
     "resnet18_demo": RESNET18_DEMO,
     "gpt_demo": GPT_DEMO,
+    "gpt_cost": GPT_COST,
+    "resnet18_cost": RESNET18_COST,
+    "vit_cost": VIT_COST,
     "resnet50_gpu": RESNET50_GPU,
     "gpt2_gpu": GPT2_GPU,
 }

@@ -21,15 +21,15 @@ IMAGE_SIZE = 32
 CLASSES = 10
 
 
-def build() -> nn.Module:
+def build(image_size: int = IMAGE_SIZE, layers: int = 4, width: int = 64) -> nn.Module:
     return torchvision.models.VisionTransformer(
-        image_size=IMAGE_SIZE, patch_size=8, num_layers=4, num_heads=4, hidden_dim=64, mlp_dim=128,
+        image_size=image_size, patch_size=8, num_layers=layers, num_heads=4, hidden_dim=width, mlp_dim=2 * width,
         num_classes=CLASSES)
 
 
-def training_specs(batch: int = 32) -> TrainingSpecs:
+def training_specs(batch: int = 32, image_size: int = IMAGE_SIZE) -> TrainingSpecs:
     return TrainingSpecs(
-        inputs=[f"float32[{batch},3,{IMAGE_SIZE},{IMAGE_SIZE}]"],
+        inputs=[f"float32[{batch},3,{image_size},{image_size}]"],
         target=f"int64[{batch}]:0..{CLASSES}",
         loss="cross_entropy",
     )
