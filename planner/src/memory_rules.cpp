@@ -442,7 +442,7 @@ void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, S
 
 }  // namespace
 
-SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
+SegmentTiming segmentSpan(const ProfileIndex& index, NodeRange range) {
   SegmentTiming timing;
   timing.range = range;
   int first_forward_step = -1, last_forward_step = -1;
@@ -466,6 +466,12 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   timing.forward_end_event = index.stepEndEvent(last_forward_step);
   timing.rng_state_bytes = index.profile.meta.checkpoint_rng_state_bytes;
   timing.kept_state_bytes = timing.rng_state_bytes;
+  return timing;
+}
+
+SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
+  SegmentTiming timing = segmentSpan(index, range);
+  if (!timing.has_backward) return timing;
   const SegmentBoundary boundary = index.rules.boundary(range.first_node, range.last_node);
   for (int v : boundary.replayed_inputs) timing.kept_state_bytes += index.profile.values[v].bytes;
   timing.kept_state_bytes += numberInputBytes(index.profile, boundary);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 
 #include "acprof/simulator.h"
@@ -35,12 +36,20 @@ class UsableSegments {
   bool usable(int first, int last);
 
  private:
+  // The cut rules' answer (CutRules::problem() empty), from one GrowingRange
+  // per first node, extended as the asked last nodes grow: the search lists a
+  // first node's ends in increasing order, so a row costs its length once, not
+  // once per end.
+  bool legal(int first, int last);
   bool freesSomethingEarlier(const SegmentTiming& timing) const;
 
   const Simulator& simulator_;
   const ProfileIndex& index_;
   const SegmentChoice choice_;
   std::unordered_map<uint64_t, bool> judged_;  // key: first << 32 | last
+  std::optional<CutRules::GrowingRange> row_;
+  int row_first_ = -1;      // compute node index the row starts at
+  int row_last_node_ = -1;  // the node it reaches
 };
 
 }  // namespace acprof
