@@ -2,7 +2,7 @@
 acprof_add_test(planner_tests
   SOURCES planner_simulator_test.cpp planner_solver_test.cpp planner_budget_test.cpp planner_plan_test.cpp
           planner_peak_tracker_test.cpp planner_peak_composition_test.cpp
-          planner_segment_names_test.cpp
+          planner_segment_names_test.cpp planner_usable_segments_test.cpp
   LIBS acprof_planner)
 
 # `acprof plan` end to end, including plans for profiles of the exported test models.

@@ -6,23 +6,32 @@ UsableSegments::UsableSegments(const Simulator& simulator, SegmentChoice choice)
     : simulator_(simulator), index_(simulator.index()), choice_(choice) {}
 
 bool UsableSegments::usable(int first, int last) {
-  const uint64_t key = (static_cast<uint64_t>(first) << 32) | static_cast<uint32_t>(last);
-  if (const auto known = judged_.find(key); known != judged_.end()) return known->second;
+  // Where collectSegmentEnds begins a row, known or not.
+  if (first == last) {
+    row_.emplace(index_.rules, index_.compute_nodes[first]);
+    row_first_ = first;
+    row_last_node_ = index_.compute_nodes[first] - 1;
+  }
+  if (judged_.size() <= static_cast<size_t>(first)) judged_.resize(first + 1);
+  std::vector<int8_t>& row = judged_[first];
+  const size_t offset = static_cast<size_t>(last - first);
+  if (row.size() <= offset) row.resize(offset + 1, -1);
+  if (row[offset] >= 0) return row[offset] == 1;
   const NodeRange range{index_.compute_nodes[first], index_.compute_nodes[last]};
   bool usable = legal(first, last);
   if (usable) {
     const SegmentTiming timing = segmentSpan(index_, range);
     usable = timing.has_backward && freesSomethingEarlier(timing);
   }
-  judged_.emplace(key, usable);
+  row[offset] = usable ? 1 : 0;
   return usable;
 }
 
 bool UsableSegments::legal(int first, int last) {
   const int last_node = index_.compute_nodes[last];
   if (!row_ || row_first_ != first || row_last_node_ > last_node) {
-    row_.emplace(index_.rules, index_.compute_nodes[first]);
-    row_first_ = first;
+    // Asked out of row order (the repairs and refinements): one range alone.
+    return index_.rules.allows(index_.compute_nodes[first], last_node);
   }
   row_->extendTo(last_node);
   row_last_node_ = last_node;

@@ -107,6 +107,11 @@ std::string CutRules::problem(int first, int last) const {
   return violation.rule ? explain(violation, first, last) : "";
 }
 
+bool CutRules::allows(int first, int last) const {
+  const int node_count = static_cast<int>(nodes_.size());
+  return first >= 0 && first <= last && last < node_count && !firstViolation(first, last).rule;
+}
+
 bool CutRules::grownToLegal(int& first, int& last, int max_nodes) const {
   const int node_count = static_cast<int>(nodes_.size());
   if (first < 0 || last < first || last >= node_count) return false;

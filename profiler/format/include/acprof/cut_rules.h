@@ -52,6 +52,9 @@ class CutRules {
   // "" if [first, last] may be a segment; otherwise "[rule] what and why",
   // naming the node (id, kind, scope) or value that breaks the rule.
   std::string problem(int first_node, int last_node) const;
+  // Whether problem() is "", without composing the explanation (a search
+  // judges hundreds of thousands of ranges, most of them refused).
+  bool allows(int first_node, int last_node) const;
 
   // The smallest range around [first, last] that the rules accept, found by
   // growing over what blocks it: back to the producer of a value that cannot
