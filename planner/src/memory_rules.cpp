@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 namespace acprof {
 
@@ -242,7 +243,10 @@ void heldWeightGradients(const ProfileIndex& index, const SegmentTiming& timing,
 void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& boundary, SegmentTiming& timing) {
   std::vector<LeafInterval>& held = timing.held_use_gradients;
   const Profile& p = index.profile;
-  std::vector<int> use_steps;  // the last backward step of each use's node
+  // Each use's node by the last step of its backward, taken from the reader
+  // itself rather than from steps[step].node, which a damaged profile may set
+  // to a node that does not exist (the fuzzer's find).
+  std::vector<std::pair<int, int>> use_steps;
   for (int v : boundary.inputs) {
     const GraphValue& value = p.values[v];
     if (!value.is_tensor || !value.requires_grad || value.entry != ValueEntry::Input || value.bytes <= 0) continue;
@@ -252,10 +256,10 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
     const int* readers_end = index.readers_of_value.end(v);
     for (const int* n = std::lower_bound(index.readers_of_value.begin(v), readers_end, timing.range.first_node);
          n != readers_end && *n <= timing.range.last_node; ++n)
-      if (index.first_backward_step[*n] >= 0) use_steps.push_back(index.last_backward_step[*n]);
+      if (index.first_backward_step[*n] >= 0) use_steps.emplace_back(index.last_backward_step[*n], *n);
     if (use_steps.empty()) continue;
     std::sort(use_steps.begin(), use_steps.end());
-    const int first = index.profile.steps[use_steps[0]].node;
+    const int first = use_steps[0].second;
     heldWeightGradients(index, timing, first, value, held);
     // A first use that hands on a view while a sum waits for the value: the
     // original added the view to that sum at once and let the gradient go;
@@ -276,7 +280,7 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
       }
     }
     for (size_t u = 1; u < use_steps.size(); ++u) {
-      const int node = index.profile.steps[use_steps[u]].node;
+      const int node = use_steps[u].second;
       // A later use that hands on a view of the gradient it received (a
       // cat's slice): that whole gradient is then what the checkpoint holds
       // (tensorIntervals), not a copy, and the sum the original made there
