@@ -37,7 +37,7 @@ class UsableRanges {
     const int64_t key = (static_cast<int64_t>(r.first_node) << 32) | static_cast<uint32_t>(r.last_node);
     const auto [it, inserted] = known_.try_emplace(key, false);
     if (inserted)
-      it->second = simulator_.segmentProblem(r).empty() && segmentSpan(simulator_.index(), r).has_backward;
+      it->second = simulator_.index().rules.allows(r.first_node, r.last_node) && segmentSpan(simulator_.index(), r).has_backward;
     return it->second;
   }
 

@@ -8,6 +8,7 @@
 
 #include "acprof/planner.h"
 #include "acprof/solver.h"
+#include "profile_index.h"
 
 namespace acprof {
 namespace {
@@ -38,7 +39,7 @@ RecomputeDecision perBlockDecision(const Simulator& simulator) {
   std::string current;
   NodeRange range{-1, -1};
   auto close = [&] {
-    if (range.first_node >= 0 && simulator.segmentProblem(range).empty()) decision.push_back(range);
+    if (range.first_node >= 0 && simulator.index().rules.allows(range.first_node, range.last_node)) decision.push_back(range);
     range = {-1, -1};
   };
   for (const ForwardNode& node : simulator.profile().nodes) {

@@ -3,7 +3,7 @@
 namespace acprof {
 
 UsableSegments::UsableSegments(const Simulator& simulator, SegmentChoice choice)
-    : simulator_(simulator), index_(simulator.index()), choice_(choice) {}
+    : index_(simulator.index()), choice_(choice) {}
 
 bool UsableSegments::usable(int first, int last) {
   // Where collectSegmentEnds begins a row, known or not.

@@ -46,7 +46,6 @@ class UsableSegments {
   bool legal(int first, int last);
   bool freesSomethingEarlier(const SegmentTiming& timing) const;
 
-  const Simulator& simulator_;
   const ProfileIndex& index_;
   const SegmentChoice choice_;
   // judged_[first][last - first]: 1 usable, 0 not, -1 not judged yet. Rows
