@@ -61,21 +61,6 @@ ErrorKind errorKindNamed(const std::string& name) {
   return ErrorKind::Internal;
 }
 
-// A file for the command's result, removed when this goes out of scope.
-struct ResultFile {
-  std::string path;
-  ResultFile() {
-    std::string pattern = (fs::temp_directory_path() / "acprof-eager-XXXXXX").string();
-    const int fd = ::mkstemp(pattern.data());
-    if (fd < 0) throw Error(ErrorKind::BadInput, fmt::format("cannot make a file in {} for the eager front end's "
-                                                             "result ({}); set TMPDIR to a writable directory",
-                                                             fs::temp_directory_path().string(), std::strerror(errno)));
-    ::close(fd);
-    path = pattern;
-  }
-  ~ResultFile() { std::error_code ignored; fs::remove(path, ignored); }
-};
-
 // The interpreter's exit status; throws PythonImport when it cannot be started.
 int runInterpreter(const std::string& python, const std::vector<std::string>& words) {
   std::vector<char*> argv;
@@ -99,9 +84,25 @@ int runInterpreter(const std::string& python, const std::vector<std::string>& wo
 
 }  // namespace
 
-nlohmann::json runEagerCommand(const std::vector<std::string>& arguments) {
+TemporaryFile::TemporaryFile(const std::string& purpose) {
+  std::string pattern = (fs::temp_directory_path() / "acprof-eager-XXXXXX").string();
+  const int fd = ::mkstemp(pattern.data());
+  if (fd < 0)
+    throw Error(ErrorKind::BadInput, fmt::format("cannot make a file in {} for {} ({}); set TMPDIR to a writable "
+                                                 "directory",
+                                                 fs::temp_directory_path().string(), purpose, std::strerror(errno)));
+  ::close(fd);
+  path = pattern;
+}
+
+TemporaryFile::~TemporaryFile() {
+  std::error_code ignored;
+  fs::remove(path, ignored);
+}
+
+EagerOutcome runEagerCommandOutcome(const std::vector<std::string>& arguments) {
   const std::string python = pythonInterpreter();
-  const ResultFile result_file;
+  const TemporaryFile result_file("the eager front end's result");
   std::vector<std::string> words = {python, "-c", kBootstrap, result_file.path};
   words.insert(words.end(), arguments.begin(), arguments.end());
   const int exit_code = runInterpreter(python, words);
@@ -115,12 +116,19 @@ nlohmann::json runEagerCommand(const std::vector<std::string>& arguments) {
                             "ACPROF_FULL_ERRORS=1 for its traceback",
                             python, exit_code));
   }
-  const nlohmann::json& result = reported.value("result", nlohmann::json());
-  if (!result.is_null()) setOutcomeResult(result);
+  EagerOutcome outcome;
+  outcome.result = reported.value("result", nlohmann::json());
   const nlohmann::json& error = reported.value("error", nlohmann::json());
   if (error.is_object())
-    throw Error(errorKindNamed(error.value("kind", "")), error.value("message", "the eager front end failed"));
-  return result;
+    outcome.error = Error(errorKindNamed(error.value("kind", "")), error.value("message", "the eager front end failed"));
+  return outcome;
+}
+
+nlohmann::json runEagerCommand(const std::vector<std::string>& arguments) {
+  EagerOutcome outcome = runEagerCommandOutcome(arguments);
+  if (!outcome.result.is_null()) setOutcomeResult(outcome.result);
+  if (outcome.error) throw *outcome.error;
+  return outcome.result;
 }
 
 }  // namespace acprof::cli

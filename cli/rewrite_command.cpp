@@ -43,16 +43,51 @@ struct RewriteArgs {
 };
 
 // The TorchScript rewrite's flags that the eager one does not take: it writes
-// no model and no report (the plan is the artifact) and verifies bit for bit.
-const std::vector<std::string> kTorchScriptOnlyRewriteFlags = {"--output", "--tolerance", "--report-dir",
-                                                               "--time-rounds"};
+// no model (the plan is the artifact) and verifies bit for bit, and its
+// module is timed nowhere but in the plan's prediction.
+const std::vector<std::string> kTorchScriptOnlyRewriteFlags = {"--output", "--tolerance", "--time-rounds"};
 
 bool isEagerPlan(const Plan& plan) { return plan.model_path.rfind(kEagerModelPrefix, 0) == 0; }
 
+// Where a rewrite's report goes: the profiles before and after and report.html
+// in one directory, made only once there is a report to put in it. Checked
+// before any work: none of them may be one of the command's inputs.
+struct ReportFiles {
+  fs::path dir;
+  std::string before, after, html;
+  bool make_dir = false;
+
+  ReportFiles(const fs::path& directory, const std::vector<std::string>& inputs)
+      : dir(directory), before((directory / "profile.before.json").string()),
+        after((directory / "profile.after.json").string()), html((directory / "report.html").string()),
+        make_dir(!fs::exists(directory)) {
+    if (make_dir) checkOutputDirectory(dir.string());
+    else
+      for (const std::string& path : {before, after, html}) checkOutputPath(path, inputs);
+  }
+  void makeDir() const {
+    if (make_dir) fs::create_directories(dir);
+  }
+  nlohmann::json outcomeFiles() const {
+    return {{"report", absolutePath(html)}, {"profile_before", absolutePath(before)},
+            {"profile_after", absolutePath(after)}};
+  }
+};
+
+// The mode of verification in report.html's words.
+std::string verificationNote(const std::optional<VerificationResult>& v) {
+  if (!v) return "Verification: not verified (--no-verify).";
+  if (v->tolerance)
+    return fmt::format("Verification: within tolerance {:g} (max diff {:.3g}).", *v->tolerance, v->maxAbsDiff());
+  return "Verification: bit for bit, deterministic algorithms.";
+}
+
 // acprof rewrite of an eager module's plan: the Python front end applies the
 // plan to the module the factory builds, verifies one step and measures its
-// peak, printing the same lines as the TorchScript rewrite, and reports a
-// peak over the budget as BudgetExceeded (exit 5).
+// peak, printing the same lines as the TorchScript rewrite, and writes the
+// measured step as profile.after.json; this draws report.html from it and the
+// plan's profile. A peak over the budget is BudgetExceeded (exit 5), with the
+// report written, as the TorchScript rewrite does.
 void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, const std::string& model_path,
                      const std::vector<std::string>& torchscript_flags_given) {
   if (!model_path.empty())
@@ -60,14 +95,39 @@ void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, cons
                                               "--module; pass the plan only",
                                               model_path));
   if (!torchscript_flags_given.empty())
-    throw Error(ErrorKind::Usage, fmt::format("{} is not supported for an eager module (the rewrite writes no model "
-                                              "or report: the plan is what is kept, and it verifies bit for bit); "
-                                              "leave it out",
+    throw Error(ErrorKind::Usage, fmt::format("{} is not supported for an eager module (the rewrite writes no model: "
+                                              "the plan is what is kept, it verifies bit for bit, and it is not "
+                                              "timed); leave it out",
                                               torchscript_flags_given.front()));
-  std::vector<std::string> command = {"rewrite", plan_path};
+  const Plan plan = readPlanFile(plan_path);
+  const fs::path plan_dir = fs::absolute(plan_path).parent_path();
+  const ReportFiles report(args.report_dir.empty() ? plan_dir : fs::path(args.report_dir),
+                           {plan_path, plan.profile_path, (plan_dir / plan.profile_path).string()});
+  // The front end writes the after profile once the module is verified, here;
+  // the report's files are written only then.
+  const TemporaryFile after_file("the checkpointed module's profile");
+  std::vector<std::string> command = {"rewrite", plan_path, "--profile-after", after_file.path};
   if (!args.module.empty()) command.insert(command.end(), {"--module", args.module});
   if (args.no_verify) command.push_back("--no-verify");
-  runEagerCommand(command);
+  EagerOutcome outcome = runEagerCommandOutcome(command);
+  nlohmann::json& result = outcome.result;
+  const bool measured = result.is_object() && result.contains("files") && result["files"].contains("profile_after");
+  if (outcome.error && (outcome.error->kind() != ErrorKind::BudgetExceeded || !measured)) {
+    if (!result.is_null()) setOutcomeResult(result);
+    throw *outcome.error;
+  }
+  const Profile before = readProfileFile(result["files"].at("profile").get<std::string>());
+  const Profile after = readProfileFile(after_file.path);
+  std::optional<VerificationResult> verification;
+  if (!result.at("verification").is_null()) verification = VerificationResult{};  // bit for bit
+  report.makeDir();
+  writeProfileFile(before, report.before);
+  writeProfileFile(after, report.after);
+  writeFileAtomically(report.html, renderComparisonHtml(before, after, &plan, verificationNote(verification)));
+  result["files"].update(report.outcomeFiles());
+  setOutcomeResult(result);
+  std::cout << fmt::format("wrote {}, {}, {}\n", report.before, report.after, report.html);
+  if (outcome.error) throw *outcome.error;
 }
 
 // A .json argument is the plan, anything else the model.
@@ -108,14 +168,6 @@ std::string verificationLine(const VerificationResult& v) {
   return fmt::format("verified: loss, {} gradients and {} buffers equal the original's bit for bit, deterministic "
                      "algorithms (max abs diff 0)",
                      v.gradients_compared, v.buffers_compared);
-}
-
-// The mode of verification in report.html's words.
-std::string verificationNote(const std::optional<VerificationResult>& v) {
-  if (!v) return "Verification: not verified (--no-verify).";
-  if (v->tolerance)
-    return fmt::format("Verification: within tolerance {:g} (max diff {:.3g}).", *v->tolerance, v->maxAbsDiff());
-  return "Verification: bit for bit, deterministic algorithms.";
 }
 
 // The plan's extra time against the one measured: both as shares of the
@@ -251,19 +303,13 @@ void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchsc
     before = readProfileFile(plan.profile_path);
     checkPlanMatchesProfile(plan, *before);
   }
-  const fs::path report_dir = args.report_dir.empty() ? fs::absolute(options.output_path).parent_path()
-                                                      : fs::path(args.report_dir);
-  const std::string before_path = (report_dir / "profile.before.json").string();
-  const std::string after_path = (report_dir / "profile.after.json").string();
-  const std::string html_path = (report_dir / "report.html").string();
   const std::vector<std::string> inputs = {model_path, plan_path, plan.profile_path};
   checkOutputPath(options.output_path, inputs);
-  // A report directory that does not exist yet is made once there is a report to put in it.
-  const bool make_report_dir = has_profile && !fs::exists(report_dir);
-  if (make_report_dir) checkOutputDirectory(report_dir.string());
-  if (has_profile && !make_report_dir) {
-    for (const std::string& path : {before_path, after_path, html_path}) checkOutputPath(path, inputs);
-  }
+  std::optional<ReportFiles> report;
+  if (has_profile)
+    report.emplace(args.report_dir.empty() ? fs::absolute(options.output_path).parent_path()
+                                           : fs::path(args.report_dir),
+                   inputs);
 
   // The profile's training step, for the verification and the timing: read once.
   const std::optional<StepConfig> step = before ? std::optional(stepConfigOf(before->meta.run)) : std::nullopt;
@@ -305,18 +351,15 @@ void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchsc
   pair.reset();
   std::optional<MeasuredStepTime> measured;
   if (times) measured = MeasuredStepTime{times->original_us, times->extra_share, times->extra_share_error, times->rounds};
-  if (make_report_dir) fs::create_directories(report_dir);
-  writeProfileFile(*before, before_path);
-  writeProfileFile(after, after_path);
-  writeFileAtomically(html_path, renderComparisonHtml(*before, after, &plan, verificationNote(result.verification),
-                                                      measured ? &*measured : nullptr));
+  report->makeDir();
+  writeProfileFile(*before, report->before);
+  writeProfileFile(after, report->after);
+  writeFileAtomically(report->html, renderComparisonHtml(*before, after, &plan, verificationNote(result.verification),
+                                                         measured ? &*measured : nullptr));
   std::cout << peakLine(plan, *before, after) << "\n";
   if (times) std::cout << timeLine(plan, *times) << "\n";
-  setOutcomeResult(rewriteResultJson(plan, result, *before, after, times,
-                                     {{"report", absolutePath(html_path)},
-                                      {"profile_before", absolutePath(before_path)},
-                                      {"profile_after", absolutePath(after_path)}}));
-  std::cout << fmt::format("wrote {}, {}, {}\n", before_path, after_path, html_path);
+  setOutcomeResult(rewriteResultJson(plan, result, *before, after, times, report->outcomeFiles()));
+  std::cout << fmt::format("wrote {}, {}, {}\n", report->before, report->after, report->html);
   // The budget is what the user must fit in. The rewrite is correct and its
   // report shows where the peak is, so the files stay; the exit code says the
   // promise failed, with the budget that the same overshoot would still fit.
@@ -355,7 +398,7 @@ void addRewriteCommand(CLI::App& app) {
                       "where profile.before.json, profile.after.json and report.html go (default: the output's directory)");
   command->add_option("--module", args->module,
                       "the eager nn.Module's factory, module.path:make_model or path/to/file.py:make_model: apply "
-                      "the plan in eager and verify it, writing nothing (default for a plan of `acprof profile "
+                      "the plan in eager, verify it and write the report, writing no model (default for a plan of `acprof profile "
                       "--module`: the factory its profile records)");
   command->callback([args, tolerance, command] {
     args->tolerance_given = tolerance->count() > 0;

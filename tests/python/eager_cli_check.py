@@ -103,8 +103,33 @@ def end_to_end(acprof, work, env):
             fail(f"{name}: measured peak {peak['measured_bytes']} B over the budget {plan['budget_bytes']} B")
         if "peak (allocated): before" not in done.stdout or "eager.apply_plan(" not in done.stdout:
             fail(f"{name}: the peak line or the line on how to train it is missing:\n{done.stdout}")
+        check_report(name, result, plan)
     print(f"eager_cli_check: {len(plan['segments'])} segment(s), measured = predicted = "
           f"{plan['predicted_peak_bytes']} B within {plan['budget_bytes']} B, bit for bit, both ways of naming the factory")
+
+
+def check_report(name, result, plan):
+    """The report's after side is the checkpointed module's measured step: its profile peaks at the
+    measured peak, forward runs each segment as one checkpoint, and report.html is written beside
+    it, with the plan's profile as the before side."""
+    files = result["files"]
+    for key in ("report", "profile_before", "profile_after"):
+        if not os.path.isfile(files.get(key, "")):
+            fail(f"{name}: no {key} file written: {files}")
+    after, before = outcome(files["profile_after"]), outcome(files["profile_before"])
+    if after["summary"]["peak_bytes"] != result["peak"]["measured_bytes"]:
+        fail(f"{name}: profile.after.json peaks at {after['summary']['peak_bytes']} B, the rewrite measured "
+             f"{result['peak']['measured_bytes']} B")
+    if before["summary"]["peak_bytes"] != result["peak"]["before_bytes"]:
+        fail(f"{name}: profile.before.json peaks at {before['summary']['peak_bytes']} B, not the profile's "
+             f"{result['peak']['before_bytes']} B")
+    checkpoints = [s for s in after["steps"] if s["phase"] == "forward" and s["op"] == "acprof::checkpoint"]
+    if len(checkpoints) != len(plan["segments"]):
+        fail(f"{name}: profile.after.json's forward runs {len(checkpoints)} checkpoint(s) for "
+             f"{len(plan['segments'])} segment(s)")
+    with open(files["report"]) as handle:
+        if '"kind":"comparison"' not in handle.read():
+            fail(f"{name}: report.html is not a before/after comparison")
 
 
 def over_budget(acprof, work, env):
@@ -117,6 +142,7 @@ def over_budget(acprof, work, env):
     if reported["error"]["kind"] != "budget_exceeded" or \
             reported["result"]["peak"]["measured_bytes"] != plan["predicted_peak_bytes"]:
         fail(f"expected budget_exceeded at the predicted peak {plan['predicted_peak_bytes']} B: {reported}")
+    check_report("plan_low.json", reported["result"], plan)  # written over the budget too: it shows where
     print(f"eager_cli_check: measured {plan['predicted_peak_bytes']} B over a budget of {plan['budget_bytes']} B: exit 5")
 
 

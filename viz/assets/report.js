@@ -119,7 +119,7 @@
     const predicted = plan && plan.baseline_iteration_time_us > 0
                           ? "predicted " + signed(plan.extra_time_us / plan.baseline_iteration_time_us)
                           : "";
-    if (!measured) return (predicted || "no prediction") + "; not measured (acprof rewrite --time-rounds 0)";
+    if (!measured) return (predicted || "no prediction") + "; not measured (this rewrite timed no pairs of training steps)";
     const error = measured.extra_share_error === null ? " (too few pairs for a standard error)"
                                                       : " ± " + (measured.extra_share_error * 100).toFixed(1) + "%";
     return signed(measured.extra_share) + error + " measured, median of " + measured.pairs +

@@ -9,14 +9,28 @@ segment, each use of an outside tensor that may need grad is a checkpoint input 
 (graph_surgery.cpp does the same for TorchScript), and inputs are passed latest use first.
 """
 
+import contextlib
 import json
 from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
+from torch.autograd.profiler import record_function
 
 from .checkpoint import SegmentRun, checkpoint
+from .event_stream import NODE_MARKER
 from .graph import EagerGraph
 from .program import Instruction, run_program
+
+
+# The kind of a checkpointed segment's node (common/include/acprof/checkpoint_operator.h).
+CHECKPOINT_KIND = "acprof::checkpoint"
+
+
+def _marked(index: int, instruction: Instruction) -> Instruction:
+    def run(env):
+        with record_function(f"{NODE_MARKER}{index}"):
+            return instruction.run(env)
+    return Instruction(instruction.reads, run)
 
 
 class PlanMismatch(ValueError):
@@ -102,24 +116,54 @@ class CheckpointedModule(torch.nn.Module):
         super().__init__()
         self.module = module
         self.graph = graph
+        self._marking = False
         self.segments = sorted((_Segment(graph, s) for s in plan["segments"]), key=lambda s: s.first)
         for a, b in zip(self.segments, self.segments[1:]):
             if b.first <= a.last:
                 raise PlanMismatch(f"plan segments [{a.first}, {a.last}] and [{b.first}, {b.last}] overlap")
 
-    def _instructions(self) -> List[Instruction]:
+    def _program(self) -> List[Tuple[Tuple[str, str], Instruction]]:
+        """Forward's instructions in order, each with the (kind, scope) of its node in a profile of
+        this module's step: a node of the graph where it runs alone, `acprof::checkpoint` where a
+        segment runs (scope: its first node's; the TorchScript rewrite's operator has the same
+        kind, so report.html marks its forward and recompute alike)."""
         graph = self.graph
         segment_at_last = {s.last: s for s in self.segments}
         inside = {n.index for s in self.segments for n in s.nodes}
-        instructions = []
+        program = []
         for node in graph.nodes:
             if node.index not in inside:
                 def run(env, node=node):
                     return {node.value: graph.run_node(node, lambda fx, use: env[graph.value_of_fx[fx]])}
-                instructions.append(Instruction([v for v in node.reads if v != 0], run))
+                program.append(((node.kind, node.scope), Instruction([v for v in node.reads if v != 0], run)))
             if node.index in segment_at_last:
-                instructions.append(segment_at_last[node.index].instruction())
-        return instructions
+                segment = segment_at_last[node.index]
+                program.append(((CHECKPOINT_KIND, segment.nodes[0].scope if segment.nodes else ""),
+                                segment.instruction()))
+        return program
+
+    def _instructions(self) -> List[Instruction]:
+        program = self._program()
+        if self._marking:
+            return [_marked(i, instruction) for i, (_, instruction) in enumerate(program)]
+        return [instruction for _, instruction in program]
+
+    def instruction_nodes(self) -> List[dict]:
+        """The nodes of a profile of this module's step recorded under marking_instructions(), as
+        profile.json lists nodes (no values: the report reads the timeline, not the graph)."""
+        return [{"id": i, "kind": kind, "scope": scope, "inputs": [], "outputs": [], "role": "compute",
+                 "barrier_reason": "", "reads": [], "writes": [], "forward_step": -1, "forward_time_us": 0.0,
+                 "backward_steps": []} for i, ((kind, scope), _) in enumerate(self._program())]
+
+    @contextlib.contextmanager
+    def marking_instructions(self):
+        """Within it, forward runs each instruction under the profiler's node marker of its index
+        in instruction_nodes(), so a recorded step of this module is a profile with those nodes."""
+        self._marking = True
+        try:
+            yield self
+        finally:
+            self._marking = False
 
     def forward(self, *inputs: torch.Tensor):
         if not self.training:

@@ -2,7 +2,7 @@
 run, and usable on its own.
 
     python -m acprof.eager profile --module pkg.mod:make_model --input float32[32,256] [-o profile.json]
-    python -m acprof.eager rewrite --module pkg.mod:make_model [plan.json]
+    python -m acprof.eager rewrite --module pkg.mod:make_model [plan.json] [--profile-after profile.after.json]
 
 The factory is `module.path:function` (imported as Python imports it, the working directory
 first) or `path/to/file.py:function`; it takes no argument and returns the nn.Module to train.
@@ -10,8 +10,10 @@ first) or `path/to/file.py:function`; it takes no argument and returns the nn.Mo
 the factory in meta.model_path as `eager:<factory>`, so a later rewrite of its plan finds it.
 `rewrite` rebuilds the module, applies the plan (apply.py), and checks one training step of the
 result against the original's: loss, gradients and buffers bit for bit, and the measured peak
-against the plan's prediction and budget. It writes nothing: the plan is the artifact, and a
+against the plan's prediction and budget. It writes no model: the plan is the artifact, and a
 training script rebuilds the checkpointed module with `acprof.eager.apply_plan(model, "plan.json")`.
+With `--profile-after FILE` it writes the checkpointed module's measured step there as a profile
+(the acprof binary draws report.html from it and the plan's profile).
 
 Errors are one line, `acprof: error: ...`, and an exit code as the acprof binary's (docs/manual.md,
 "Exit codes"); with `--result FILE` (how the binary runs it) the line and the error's kind go to
@@ -272,11 +274,15 @@ def rewrite_command(args) -> dict:
     if not plan["segments"]:
         print("the plan has no segment (its budget needs no recompute): the module is the original with nothing "
               "checkpointed; plan with a lower --budget to save memory")
-    after = measure_step(checkpointed, inputs, loss, target, seed=seed, autocast=autocast)
+    after_meta = None
+    if args.profile_after:
+        after_meta = dict(meta, model_path=f"{EAGER_PREFIX}{factory} checkpointed by {os.path.basename(plan_path)}",
+                          command=" ".join(sys.argv))
+    after = measure_step(checkpointed, inputs, loss, target, seed=seed, autocast=autocast, profile_meta=after_meta)
     result = {"segments": len(plan["segments"]), "verification": None,
               "peak": {"budget_bytes": plan["budget_bytes"], "predicted_bytes": plan["predicted_peak_bytes"],
                        "before_bytes": profile["summary"]["peak_bytes"], "measured_bytes": after["peak_bytes"]},
-              "files": {"plan": os.path.abspath(plan_path)}}
+              "files": {"plan": os.path.abspath(plan_path), "profile": os.path.abspath(profile_path)}}
     print(f"applied {len(plan['segments'])} segment(s) of {plan_path} to {factory} (eager)")
     if args.no_verify:
         print("not verified (--no-verify)")
@@ -296,6 +302,11 @@ def rewrite_command(args) -> dict:
     print(f"train it in Python: from acprof import eager; model = eager.apply_plan({factory.rpartition(':')[2]}(), "
           f"\"{os.path.abspath(plan_path)}\", example_inputs=inputs)  (the plan is what is kept; its profile "
           f"{os.path.abspath(profile_path)} must stay beside it)")
+    if args.profile_after:
+        # Written once the module is verified, and before the budget is judged: a peak over it
+        # is reported with the timeline that shows where (the TorchScript rewrite keeps its files too).
+        write_json_atomically(after["profile"], args.profile_after)
+        result["files"]["profile_after"] = os.path.abspath(args.profile_after)
     peak = result["peak"]
     measured, predicted = peak["measured_bytes"], peak["predicted_bytes"]
     error = 100.0 * (predicted - measured) / measured if measured > 0 else 0.0
@@ -330,6 +341,8 @@ def _parser() -> argparse.ArgumentParser:
     rewrite.add_argument("plan", nargs="?", default="plan.json")
     rewrite.add_argument("--module", default="", help="the factory (default: the one the profile records)")
     rewrite.add_argument("--no-verify", action="store_true")
+    rewrite.add_argument("--profile-after", default="",
+                         help="write the checkpointed module's step here as profile.json (report.html's after side)")
     for command in (profile, rewrite):
         command.add_argument("--result", default="", help="write the outcome as JSON here (for the acprof binary)")
     return parser

@@ -277,9 +277,14 @@ def write_json_atomically(content: dict, path: str) -> None:
 
 
 def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: str = "mean",
-                 target: Optional[torch.Tensor] = None, seed: int = 0, autocast: str = "") -> dict:
+                 target: Optional[torch.Tensor] = None, seed: int = 0, autocast: str = "",
+                 profile_meta: Optional[dict] = None) -> dict:
     """One training step of any module, measured as record_profile measures (warm-up, statics,
-    the allocator's events): its peak bytes, loss, gradients and buffers afterwards."""
+    the allocator's events): its peak bytes, loss, gradients and buffers afterwards. With
+    `profile_meta` (the module is an apply.CheckpointedModule), also the step as profile.json's
+    content under "profile": its forward's instructions as nodes (instruction_nodes), the same
+    timeline and peak, and that meta with the measured fields filled, for report.html's after
+    side."""
     module.train()
     inputs = list(inputs)
     torch.manual_seed(seed)
@@ -296,15 +301,22 @@ def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: 
         torch.manual_seed(seed)
         with autocast_context(autocast):
             output = module(*inputs)
-            step_loss = compute_loss(output, loss, target)
+            with record_function(event_stream.LOSS_MARKER):
+                step_loss = compute_loss(output, loss, target)
         step_loss.backward()
         ends["loss"] = step_loss.detach()
+        ends["gradient_ptrs"], ends["output_ptrs"] = _step_ends(module, output, step_loss)
         return output, step_loss
 
-    record = _profiled(step)
-    measured = MeasuredStep(record, {}, statics, set(), set(), [], [])
+    marking = module.marking_instructions() if profile_meta is not None else contextlib.nullcontext()
+    with marking:
+        record = _profiled(step)
+    measured = MeasuredStep(record, {}, statics, ends["gradient_ptrs"], ends["output_ptrs"], [], [])
     result = {"peak_bytes": peak_bytes(measured), "loss": ends["loss"],
               "gradients": {n: p.grad.detach().clone() for n, p in module.named_parameters() if p.grad is not None},
               "buffers": {n: b.detach().clone() for n, b in module.named_buffers()}}
+    if profile_meta is not None:
+        meta = dict(profile_meta, warmup_iters=1, measured_iters=1, intra_op_threads=torch.get_num_threads())
+        result["profile"] = derive_profile(meta, module.instruction_nodes(), [], [], measured, {})
     _clear_gradients(module)
     return result
