@@ -15,6 +15,10 @@ docs/zoo-patterns.md.
 --set transformers runs models of Hugging Face's transformers library (GPT-2, BERT, Llama, T5; small,
 random weights, built from their configs) and writes docs/zoo-transformers.md.
 
+--set eager runs the zoo's models and the transformers set's as eager nn.Modules, with no
+TorchScript: `acprof profile --module` on a factory file the exporter writes, and the eager
+rewrite (verified bit for bit; not timed), and writes docs/zoo-eager.md.
+
 --set reference runs acprof's own test-set reference models (models/model_sets.py) through the
 same pipeline instead and writes docs/reference.md: the extra-time prediction against the
 measurement on the CPU reference models, which issue 10 asks to hold within 10 % of the step.
@@ -51,7 +55,7 @@ from zoo_report import write_docs
 from zoo_run import (EXPORTER, PYTHON, REPO, build_time, complete_earlier_result, judge, log, read_json,
                      run_and_record, write_json_atomically)
 
-MODES = ("traced", "scripted")
+EXPORT_MODES = ("traced", "scripted")  # a set whose catalogue names no modes exports each model in both
 REFERENCE_TIME_ROUNDS = 20  # least timed pairs per rewrite of the reference set (parse_arguments says why)
 # A floor below the goal is searched again exhaustively (acprof plan --solver optimal), to tell a
 # floor no set of legal segments beats from one the default solver misses, and to name the peak
@@ -83,8 +87,7 @@ def select_models(catalogue: Dict, only: Optional[str], limit: Optional[int]) ->
     """(id, name, mode) of the selected models, each name traced then scripted, or in the
     modes the catalogue names for it."""
     modes = catalogue.get("modes", {})
-    selected = [(f"{name}_{mode}", name, mode) for name in catalogue["models"] for mode in MODES
-                if mode in modes.get(name, MODES)]
+    selected = [(f"{name}_{mode}", name, mode) for name in catalogue["models"] for mode in modes.get(name, EXPORT_MODES)]
     if only:
         pattern = re.compile(only)
         selected = [entry for entry in selected if pattern.search(entry[0])]
@@ -97,10 +100,12 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, help="run at most N models (after --only)")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                         help="models run at a time (default nproc/2, at least 1)")
-    parser.add_argument("--set", choices=("zoo", "tasks", "patterns", "transformers", "reference"), default="zoo",
+    parser.add_argument("--set", choices=("zoo", "tasks", "patterns", "transformers", "eager", "reference"),
+                        default="zoo",
                         help="torchvision's classification and nn.Transformer models (default), torchvision's models "
-                             "for other tasks, models/patterns.py, Hugging Face transformers models, or acprof's "
-                             "test-set reference models")
+                             "for other tasks, models/patterns.py, Hugging Face transformers models, the zoo's and "
+                             "the transformers' models as eager modules (no TorchScript), or acprof's test-set "
+                             "reference models")
     parser.add_argument("--results",
                         help="results and work directories (default build/zoo, build/zoo-tasks, build/zoo-patterns, "
                              "build/zoo-transformers, build/zoo-reference)")
@@ -134,6 +139,7 @@ def parse_arguments(argv: List[str]) -> argparse.Namespace:
     results_name, docs_name = {"zoo": ("zoo", "zoo.md"), "tasks": ("zoo-tasks", "zoo-tasks.md"),
                                "patterns": ("zoo-patterns", "zoo-patterns.md"),
                                "transformers": ("zoo-transformers", "zoo-transformers.md"),
+                               "eager": ("zoo-eager", "zoo-eager.md"),
                                "reference": ("zoo-reference", "reference.md")}[args.set]
     args.results = os.path.abspath(args.results or os.path.join(REPO, "build", results_name))
     args.docs = args.docs or os.path.join(REPO, "docs", docs_name)
@@ -159,6 +165,13 @@ def main(argv: List[str]) -> int:
     # Models that run side by side share the cores; without this each would start a thread per core.
     if options.jobs > 1 and "OMP_NUM_THREADS" not in os.environ:
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // options.jobs))
+
+    if options.set == "eager":
+        # The eager front end runs in the Python acprof starts: this one, whose torch acprof is
+        # built on, with the repo's acprof package, unless the caller chose another.
+        os.environ.setdefault("ACPROF_PYTHON", PYTHON)
+        package = os.path.join(REPO, "python")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [package, os.environ.get("PYTHONPATH")]))
 
     catalogue = list_models(options.set)
     selected = select_models(catalogue, options.only, options.limit)

@@ -22,6 +22,11 @@ BERT, Llama and T5, built from their config classes at a small size with random 
 is downloaded: HF_HUB_OFFLINE=1), attention through torch's scaled_dot_product_attention, token ids
 in and the logits' cross entropy against random token ids as the loss.
 
+--set eager lists the zoo's models and the transformers set's together, each in mode `eager`:
+instead of an archive, --out names a Python file the exporter writes with a factory,
+`make_model()`, that builds the same model (same builder, size and seed), for `acprof profile
+--module FILE:make_model`; no TorchScript is involved.
+
 --set reference lists and exports acprof's own reference models instead: those of
 models/model_sets.py's test set, at the sizes and in the modes the tests use ("modes" in the
 --list answer names each model's), with their own training specs.
@@ -432,7 +437,31 @@ def training_step_seconds(model: nn.Module, training: specs.TrainingSpecs, limit
     return seconds, True
 
 
+EAGER_MODE = "eager"
+
+
+def eager_names() -> List[str]:
+    return all_names() + sorted(HF_MODELS)
+
+
+def eager_source_set(name: str) -> str:
+    """The set whose builder makes an eager-set model."""
+    return "transformers" if name in HF_MODELS else "zoo"
+
+
+def write_factory(name: str, out: str) -> None:
+    """A Python file whose make_model() builds the model as this exporter does (acprof seeds the
+    generator before calling it, as build's builders expect)."""
+    scripts = os.path.dirname(os.path.abspath(__file__))
+    with open(out, "w") as handle:
+        handle.write(f"# Written by scripts/zoo_export.py --set eager: the zoo's {name} as an eager module.\n"
+                     f"import sys\nsys.path.insert(0, {scripts!r})\nimport zoo_export  # noqa: E402\n\n\n"
+                     f"def make_model():\n    return zoo_export.build({name!r}, {eager_source_set(name)!r})[0]\n")
+
+
 def build(name: str, model_set: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
+    if model_set == "eager":
+        return build(name, eager_source_set(name))
     if model_set == "tasks":
         return build_task(name)
     if model_set == "patterns":
@@ -468,6 +497,10 @@ def export_model(name: str, mode: str, out: str, max_step_seconds: float, model_
         return {"status": "skipped",
                 "reason": f"one training step takes {step_seconds:.0f} s on this CPU (limit {max_step_seconds:.0f} s)"}
 
+    if mode == EAGER_MODE:
+        write_factory(name, out)
+        return {"status": "exported", "inputs": training.inputs, "target": training.target, "loss": training.loss,
+                "step_seconds": round(step_seconds, 3)}
     example_inputs = specs.make_tensors(training.inputs)
     try:
         export.export(model, example_inputs, out, mode, training.inputs, training.target, training.loss)
@@ -482,23 +515,30 @@ def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--list", action="store_true", help="print the versions and the model names as JSON")
     parser.add_argument("--model", help="name from --list")
-    parser.add_argument("--mode", choices=export.MODES, default="traced")
+    parser.add_argument("--mode", choices=export.MODES + (EAGER_MODE,), default="traced",
+                        help="traced or scripted (an archive), or eager (a factory file; --set eager)")
     parser.add_argument("--out", help="archive to write")
     parser.add_argument("--max-step-seconds", type=float, default=60.0,
                         help="skip a model whose eager training step takes longer (default 60)")
-    parser.add_argument("--set", choices=("zoo", "tasks", "patterns", "transformers", "reference"), default="zoo",
+    parser.add_argument("--set", choices=("zoo", "tasks", "patterns", "transformers", "eager", "reference"),
+                        default="zoo",
                         help="torchvision's classification and nn.Transformer models (zoo), torchvision's models "
-                             "for other tasks, models/patterns.py, Hugging Face transformers models, or acprof's "
-                             "test-set reference models")
+                             "for other tasks, models/patterns.py, Hugging Face transformers models, the zoo's and "
+                             "the transformers' models as eager modules, or acprof's test-set reference models")
     args = parser.parse_args(argv)
+    if (args.set == "eager") != (args.mode == EAGER_MODE) and not args.list:
+        parser.error("--set eager exports in --mode eager, and --mode eager only for --set eager")
 
     names = {"zoo": all_names, "tasks": task_names, "patterns": lambda: sorted(patterns.PATTERNS),
-             "transformers": lambda: sorted(HF_MODELS), "reference": lambda: sorted(reference_modes())}[args.set]()
+             "transformers": lambda: sorted(HF_MODELS), "eager": eager_names,
+             "reference": lambda: sorted(reference_modes())}[args.set]()
     if args.list:
         listing = {"torch": torch.__version__, "torchvision": torchvision.__version__, "models": names}
         if args.set == "reference":
             listing["modes"] = reference_modes()
-        if args.set == "transformers":
+        if args.set == "eager":
+            listing["modes"] = {name: [EAGER_MODE] for name in names}
+        if args.set in ("transformers", "eager"):
             listing["transformers"] = transformers_version()
         print(json.dumps(listing))
         return 0

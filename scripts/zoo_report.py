@@ -186,6 +186,12 @@ SET_DESCRIPTIONS = {
                      "`aten::scaled_dot_product_attention` (`attn_implementation=\"sdpa\"`). A thin wrapper returns "
                      "the logits ([2, 64, 1000]); the loss is their cross entropy against random token ids "
                      "(`int64[2,64]`)."),
+    "eager": ("Model zoo: eager modules, no TorchScript",
+              "The zoo's models (torchvision's classifiers and the nn.Transformer stacks) and the transformers "
+              "set's, built as in those sets (same builders, sizes, seeds, inputs and losses), as plain "
+              "`nn.Module`s: `acprof profile --module` on a factory file, `acprof plan`, and the eager rewrite, "
+              "which applies the plan in eager and verifies it bit for bit. The eager rewrite times no pairs of "
+              "steps, so the extra-time columns are empty; the sections on extra time do not apply."),
     "reference": ("Reference models",
                   "acprof's own reference models (models/reference_models.py), at the sizes and in the modes of the "
                   "C++ tests' set (models/model_sets.py \"test\"), with random weights (seed 0) and each model's "

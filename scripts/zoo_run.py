@@ -32,6 +32,11 @@ BINARY_ATTEMPTS = 3
 
 INFEASIBLE_EXIT = 3  # acprof plan: no plan fits the budget (docs/manual.md, exit codes)
 
+# --set eager: the exporter writes a factory file, profiled with `acprof profile --module` and
+# rewritten in eager (no model file, no timed pairs: the eager rewrite times nothing).
+EAGER_MODE = "eager"
+EAGER_FACTORY = "factory.py"
+
 
 def log(message: str) -> None:
     # One write per line: print() writes the text and the newline separately, and lines of
@@ -139,7 +144,8 @@ def export_model(options, name: str, mode: str, work_dir: str) -> Dict:
     """The exporter's JSON answer: status exported (with the specs) or skipped (with the reason)."""
     log(f"{os.path.basename(work_dir)}: export")
     command = [PYTHON, EXPORTER, "--set", options.set, "--model", name, "--mode", mode,
-               "--out", os.path.join(work_dir, "model.pt"), "--max-step-seconds", str(options.max_step_seconds)]
+               "--out", os.path.join(work_dir, EAGER_FACTORY if mode == EAGER_MODE else "model.pt"),
+               "--max-step-seconds", str(options.max_step_seconds)]
     result = run_logged(command, work_dir, os.path.join(work_dir, "export.log"), options.timeout)
     if result.returncode != 0:
         # A crash of the exporter (not a handled error): the model cannot be exported.
@@ -219,15 +225,26 @@ def near_floor_budget(floor: int, peak: int) -> int:
     return floor + max(0, min(int(floor * FLOOR_MARGIN), (peak - floor) // 2))
 
 
-def budget_outcome(options, work_dir: str, tag: str, budget: str) -> Dict:
+def budget_outcome(options, work_dir: str, tag: str, budget: str, mode: str) -> Dict:
     """run_budget's outcome, or the failure of its command."""
     try:
-        return run_budget(options, work_dir, tag, budget)
+        return run_budget(options, work_dir, tag, budget, mode)
     except CommandFailed as failure:
         return {"label": BUDGET_LABELS[tag], "budget_text": budget, "failure": str(failure)}
 
 
-def run_budget(options, work_dir: str, tag: str, budget: str) -> Dict:
+def rewrite_arguments(options, tag: str, plan_path: str, mode: str) -> List[str]:
+    """acprof rewrite of the plan, its report in the directory named by the tag."""
+    report = ["--report-dir", tag, "--outcome", f"rewrite_{tag}.outcome.json"]
+    if mode == EAGER_MODE:
+        return ["rewrite", plan_path] + report  # the profile names the factory
+    arguments = ["rewrite", "model.pt", plan_path, "-o", os.path.join(tag, "model.ckpt.pt")] + report
+    if options.time_rounds is not None:
+        arguments += ["--time-rounds", str(options.time_rounds)]
+    return arguments
+
+
+def run_budget(options, work_dir: str, tag: str, budget: str, mode: str) -> Dict:
     """Plan at `budget`, rewrite with verification, and compare the prediction with the measurement."""
     outcome = {"label": BUDGET_LABELS[tag], "budget_text": budget}
     plan_path = f"plan_{tag}.json"
@@ -245,11 +262,7 @@ def run_budget(options, work_dir: str, tag: str, budget: str) -> Dict:
 
     report_dir = os.path.join(work_dir, tag)
     os.makedirs(report_dir, exist_ok=True)
-    rewrite_args = ["rewrite", "model.pt", plan_path, "-o", os.path.join(tag, "model.ckpt.pt"), "--report-dir", tag,
-                    "--outcome", f"rewrite_{tag}.outcome.json"]
-    if options.time_rounds is not None:
-        rewrite_args += ["--time-rounds", str(options.time_rounds)]
-    result = run_acprof(options, rewrite_args, work_dir, f"rewrite_{tag}.log")
+    result = run_acprof(options, rewrite_arguments(options, tag, plan_path, mode), work_dir, f"rewrite_{tag}.log")
     if result.returncode != 0:
         raise CommandFailed("rewrite", error_line(result))
     rewritten = read_json(os.path.join(work_dir, f"rewrite_{tag}.outcome.json"))["result"]
@@ -303,9 +316,18 @@ def broken_rules(outcome: Dict) -> List[str]:
 def profile_and_plan(options, work_dir: str, record: Dict) -> None:
     """Steps 2 to 4 for an exported model; fills `record`, raises CommandFailed for a failed
     profile (after which nothing else can run)."""
-    profile_args = ["profile", "model.pt", "-o", "profile.json"]
-    if options.iters is not None:
-        profile_args += ["--iters", str(options.iters)]
+    if record["mode"] == EAGER_MODE:
+        exported = record["export"]
+        profile_args = ["profile", "--module", f"{EAGER_FACTORY}:make_model", "--loss", exported["loss"],
+                        "-o", "profile.json"]
+        for spec in exported["inputs"]:
+            profile_args += ["--input", spec]
+        if exported.get("target"):
+            profile_args += ["--target", exported["target"]]
+    else:
+        profile_args = ["profile", "model.pt", "-o", "profile.json"]
+        if options.iters is not None:
+            profile_args += ["--iters", str(options.iters)]
     result = run_acprof(options, profile_args, work_dir, "profile.log")
     if result.returncode != 0:
         raise CommandFailed("profile", error_line(result))
@@ -326,7 +348,7 @@ def profile_and_plan(options, work_dir: str, record: Dict) -> None:
         record["exact_search"] = exact_search_outcome(options, work_dir)
 
     for tag, budget in budgets.items():
-        record["budgets"][tag] = budget_outcome(options, work_dir, tag, budget)
+        record["budgets"][tag] = budget_outcome(options, work_dir, tag, budget, record["mode"])
 
 
 def judge(record: Dict) -> None:
@@ -357,11 +379,11 @@ def complete_earlier_result(options, record: Dict) -> bool:
         record["exact_search"] = exact_search_outcome(options, work_dir)
         changed = True
     peak, near_floor = record["profile"]["peak_bytes"], record["budgets"].get("floor", {})
-    model_kept = os.path.exists(os.path.join(work_dir, "model.pt"))
+    model_kept = os.path.exists(os.path.join(work_dir, EAGER_FACTORY if record["mode"] == EAGER_MODE else "model.pt"))
     if model_kept and near_floor.get("budget_bytes", 0) >= peak > record.get("floor_bytes", peak):
         budget = str(near_floor_budget(record["floor_bytes"], peak))
         log(f"{record['id']}: the earlier budget near the floor was at the profiled peak; planning at {budget} B")
-        record["budgets"]["floor"] = budget_outcome(options, work_dir, "floor", budget)
+        record["budgets"]["floor"] = budget_outcome(options, work_dir, "floor", budget, record["mode"])
         record["budgets"]["floor"]["acprof_built"] = build_time(options.acprof)
         changed = True
     if changed:

@@ -41,3 +41,9 @@ add_zoo_subset(zoo_tasks_subset tasks "^(lraspp_mobilenet_v3_large_(traced|scrip
 # for bit and peak as predicted.
 add_zoo_subset(zoo_patterns_subset patterns
                "^(gumbel_head_scripted|rnn_stack_scripted|collected_outputs_scripted|sparse_embedding_traced)$")
+
+# The eager set: the same public models as plain nn.Modules, no TorchScript anywhere (acprof
+# profile --module on a factory, the eager rewrite): channel shuffles (views, chunk) and
+# nn.TransformerDecoder's input projection, whose matmul of a transposed input folds into one mm
+# only when the weight requires grad (the checkpoint's forward keeps its inputs' requires_grad).
+add_zoo_subset(zoo_eager_subset eager "^(shufflenet_v2_x0_5|transformer_decoder)_eager$")

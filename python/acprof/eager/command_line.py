@@ -279,7 +279,10 @@ def rewrite_command(args) -> dict:
         after_meta = dict(meta, model_path=f"{EAGER_PREFIX}{factory} checkpointed by {os.path.basename(plan_path)}",
                           command=" ".join(sys.argv))
     after = measure_step(checkpointed, inputs, loss, target, seed=seed, autocast=autocast, profile_meta=after_meta)
-    result = {"segments": len(plan["segments"]), "verification": None,
+    baseline = plan.get("baseline_iteration_time_us", 0)
+    # The TorchScript rewrite's outcome, key for key; `time` is null as there, untimed.
+    result = {"segments": len(plan["segments"]), "verification": None, "time": None,
+              "predicted_extra_share": plan.get("extra_time_us", 0) / baseline if baseline > 0 else 0,
               "peak": {"budget_bytes": plan["budget_bytes"], "predicted_bytes": plan["predicted_peak_bytes"],
                        "before_bytes": profile["summary"]["peak_bytes"], "measured_bytes": after["peak_bytes"]},
               "files": {"plan": os.path.abspath(plan_path), "profile": os.path.abspath(profile_path)}}
