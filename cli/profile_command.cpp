@@ -34,7 +34,8 @@ struct ProfileArgs {
 // The TorchScript recorder's options that the eager front end does not offer,
 // by flag: refused with --module rather than silently ignored.
 const std::vector<std::string> kTorchScriptOnlyProfileFlags = {"--optimizer", "--warmup", "--iters", "--device",
-                                                               "--jit-optimize", "--compare-jit-optimize"};
+                                                               "--jit-optimize", "--compare-jit-optimize",
+                                                               "--measure-no-grad-forward"};
 
 // acprof profile --module: the Python front end records the module into the
 // output; then the profile is read back as any profile is (its summary, views).
@@ -123,6 +124,9 @@ void addProfileCommand(CLI::App& app) {
   cmd->add_flag("--compare-jit-optimize", args->record.measure_other_executor_mode,
                 "also run one iteration with executor optimization in the other mode and say whether it peaks "
                 "lower (about two steps more)");
+  cmd->add_flag("--measure-no-grad-forward", args->record.measure_forward_without_grad,
+                "also time one forward without grad, recorded as meta.forward_without_grad_ratio (default -1: not "
+                "measured; no plan reads it)");
   cmd->add_option("-o,--output", args->output, "profile to write (default profile.json)");
   cmd->add_option("--html", args->html, "also write an HTML memory timeline");
   cmd->add_option("--trace", args->trace, "also write a Chrome/Perfetto trace JSON");

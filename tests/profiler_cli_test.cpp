@@ -31,13 +31,15 @@ TEST(ProfileCli, ResNet18ProfilesEndToEndWithTheStoredInputs) {
   EXPECT_NE(result.out.find("largest activations"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("layer1.0.conv1"), std::string::npos) << result.out;
   EXPECT_EQ(p.meta.other_executor_mode_peak_bytes, -1) << "the other executor mode is compared only when asked";
+  EXPECT_EQ(p.meta.forward_without_grad_ratio, -1) << "the forward without grad is timed only when asked";
 }
 
 TEST(ProfileCli, GptDecoderProfilesEndToEndWithExplicitSpecs) {
   const std::string dir = makeScratchDir("profile-gpt");
   const auto result = runAcprof("profile '" + testModel("gpt_traced.pt") +
                                     "' --input 'int64[4,32]:0..128' --target 'int64[4,32]:0..128' "
-                                    "--loss cross_entropy --optimizer adam --iters 2 --compare-jit-optimize -o gpt.json",
+                                    "--loss cross_entropy --optimizer adam --iters 2 --compare-jit-optimize "
+                                    "--measure-no-grad-forward -o gpt.json",
                                 dir);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const Profile p = readProfileFile(dir + "/gpt.json");
@@ -50,6 +52,9 @@ TEST(ProfileCli, GptDecoderProfilesEndToEndWithExplicitSpecs) {
   EXPECT_GT(optimizer_state, 0);
   // --compare-jit-optimize: one iteration with optimization on, its peak recorded and said.
   EXPECT_GT(p.meta.other_executor_mode_peak_bytes, 0);
+  // --measure-no-grad-forward: a ratio of two measured forwards, capped at 1.
+  EXPECT_GT(p.meta.forward_without_grad_ratio, 0);
+  EXPECT_LE(p.meta.forward_without_grad_ratio, 1);
   EXPECT_TRUE(result.out.find("executor optimization on would peak at") != std::string::npos ||
               result.out.find("note: with --jit-optimize on this model peaks at") != std::string::npos)
       << result.out;

@@ -160,8 +160,6 @@ Profile profileRewrittenModel(const ProfileMeta& original, const std::string& re
   // One measured iteration: the peak and the timeline come from the first in
   // any case, and the paired timing, not this profile, measures the time.
   options.run.measured_iters = 1;
-  // A property of the model, which the original profile measured.
-  options.measure_forward_without_grad = false;
   // Recorded "" is no autocast; requested "" would take the archive's.
   if (options.run.autocast.empty()) options.run.autocast = "off";
   options.command_line = "acprof rewrite (re-profile)";

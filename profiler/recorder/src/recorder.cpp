@@ -425,9 +425,9 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
     // forward step times then do not carry (on small ops it rivals the op).
     // Forwards alone: their output and autograd graph are dropped at once, as
     // no backward is timed here. Two at most, as the measured iterations' times
-    // agree from two on. And one plain forward without grad, recorded beside
-    // them (forward_without_grad_ratio, profile_format.h): one, as no plan's
-    // time uses it.
+    // agree from two on. And, where asked, one plain forward without grad,
+    // recorded beside them (forward_without_grad_ratio, profile_format.h): one,
+    // as no plan's time uses it.
     auto plainForward = [&] {
       std::vector<c10::IValue> stack = forwardArguments(module, run.inputs);
       std::optional<AutocastScope> autocast;

@@ -224,10 +224,12 @@ struct ProfileMeta {
   // until its backward returns (and copies once more while it recomputes).
   int64_t checkpoint_rng_state_bytes = 0;
   // Plain forward time without grad over with grad (same mode, same inputs),
-  // of the whole model. Recorded, not used by the planner's time model: a
-  // checkpoint's own forward, which records no history either, measured about
-  // what its segment's forward with grad did (simulator.cpp says by how much).
-  double forward_without_grad_ratio = 1.0;
+  // of the whole model; -1 where not measured (the default: `acprof profile
+  // --measure-no-grad-forward` asks for it). Not used by the planner's time
+  // model: a checkpoint's own forward, which records no history either,
+  // measured about what its segment's forward with grad did (simulator.cpp
+  // says by how much), so it is a fact about the model, not an input.
+  double forward_without_grad_ratio = -1;
 };
 
 struct Profile {

@@ -33,9 +33,9 @@ struct RecordOptions {
   // meta.other_executor_mode_peak_bytes (-1 where not measured). Off by
   // default: it costs about two steps, and the plan holds in the recorded mode.
   bool measure_other_executor_mode = false;
-  // One forward without grad, for meta.forward_without_grad_ratio: a property
-  // of the model, which a re-profile of its rewrite need not measure again.
-  bool measure_forward_without_grad = true;
+  // One forward without grad, for meta.forward_without_grad_ratio (-1 where
+  // not measured). Off by default: half a step of a decoder, and no plan reads it.
+  bool measure_forward_without_grad = false;
   std::string command_line;               // recorded in the profile's meta
   std::function<void(const std::string&)> progress;  // optional, one short line per stage
 };
