@@ -123,6 +123,7 @@ Profile profileWithEveryFieldSet() {
   m.other_executor_mode_peak_bytes = 777;
   m.checkpoint_rng_state_bytes = 16;
   m.forward_without_grad_ratio = 0.75;
+  m.probe_cost_us = 1.25;
   ForwardNode& n = p.nodes[0];
   n.role = CutRole::Barrier;
   n.barrier_reason = "writes its input";
@@ -189,6 +190,7 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
   EXPECT_SET(meta.other_executor_mode_peak_bytes, plain.meta.other_executor_mode_peak_bytes);
   EXPECT_SET(meta.checkpoint_rng_state_bytes, plain.meta.checkpoint_rng_state_bytes);
   EXPECT_SET(meta.forward_without_grad_ratio, plain.meta.forward_without_grad_ratio);
+  EXPECT_SET(meta.probe_cost_us, plain.meta.probe_cost_us);
   EXPECT_SET(event_count, plain.event_count);
   EXPECT_SET(graph_outputs, plain.graph_outputs);
   EXPECT_SET(summary.peak_bytes, plain.summary.peak_bytes);
@@ -321,6 +323,7 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
   EXPECT_SAME(meta.other_executor_mode_peak_bytes);
   EXPECT_SAME(meta.checkpoint_rng_state_bytes);
   EXPECT_SAME(meta.forward_without_grad_ratio);
+  EXPECT_SAME(meta.probe_cost_us);
   EXPECT_SAME(event_count);
   EXPECT_SAME(graph_outputs);
   EXPECT_SAME(summary.peak_bytes);

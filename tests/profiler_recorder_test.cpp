@@ -80,6 +80,38 @@ TEST(Recorder, MlpCategoriesEqualHandComputedSizes) {
   EXPECT_EQ(bytesIn(p, Category::Output), kBatch * 10 * kFloat + kFloat);
 }
 
+// The probes' cost per forward step is measured against plain forwards and
+// recorded; given one (the re-profile of a rewrite takes its original's), no
+// plain forward runs and that cost is the one taken out of the step times.
+TEST(Recorder, ProbeCostIsMeasuredOnceAndTakenWhenGiven) {
+  std::vector<std::string> lines;
+  RecordOptions options;
+  options.model_path = testModel("mlp_traced.pt");
+  options.run.measured_iters = 1;
+  options.progress = [&](const std::string& line) { lines.push_back(line); };
+  const Profile measured = recordProfile(options);
+  const auto timed_plain_forwards = [&] {
+    return std::any_of(lines.begin(), lines.end(),
+                       [](const std::string& line) { return line.find("plain forwards") != std::string::npos; });
+  };
+  EXPECT_TRUE(timed_plain_forwards());
+  EXPECT_GE(measured.meta.probe_cost_us, 0);
+
+  lines.clear();
+  // A cost longer than any op: every forward node's step is left at 0.
+  options.probe_cost_us = 1e9;
+  const Profile given = recordProfile(options);
+  EXPECT_FALSE(timed_plain_forwards());
+  EXPECT_EQ(given.meta.probe_cost_us, 1e9);
+  int forward_steps = 0;
+  for (const Step& step : given.steps) {
+    if (step.phase != Phase::Forward || step.node < 0) continue;
+    ++forward_steps;
+    EXPECT_EQ(step.time_us, 0) << "step " << step.index;
+  }
+  EXPECT_GT(forward_steps, 0);
+}
+
 // Autograd's saves, as the recorder saw them: each ReLU output is saved twice,
 // by the ReLU (its result) and by the next linear layer (its input), and each
 // save is released by backward; the later release is what freed it.

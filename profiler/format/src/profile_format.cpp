@@ -62,6 +62,7 @@ json metaToJson(const ProfileMeta& m) {
               {"other_executor_mode_peak_bytes", m.other_executor_mode_peak_bytes},
               {"checkpoint_rng_state_bytes", m.checkpoint_rng_state_bytes},
               {"forward_without_grad_ratio", m.forward_without_grad_ratio},
+              {"probe_cost_us", m.probe_cost_us},
               {"seed", m.run.seed},
               {"intra_op_threads", m.run.intra_op_threads}};
 }
@@ -86,6 +87,8 @@ ProfileMeta metaFromJson(const json& j, const std::string& where) {
   m.other_executor_mode_peak_bytes = field<int64_t>(j, "other_executor_mode_peak_bytes", where);
   m.checkpoint_rng_state_bytes = field<int64_t>(j, "checkpoint_rng_state_bytes", where);
   m.forward_without_grad_ratio = field<double>(j, "forward_without_grad_ratio", where);
+  // Profiles written before the probes' cost was recorded say nothing of it (-1).
+  m.probe_cost_us = json_fields::optionalField<double>(j, "probe_cost_us", {where, kProfileFix}).value_or(-1);
   // Profiles written before the seed was recorded ran with seed 0.
   m.run.seed = json_fields::optionalField<uint64_t>(j, "seed", {where, kProfileFix}).value_or(0);
   // Profiles written before the thread count was recorded say nothing of it (0).

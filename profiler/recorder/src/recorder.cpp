@@ -321,23 +321,32 @@ int64_t checkpointRngStateBytes(c10::DeviceType device_type) {
   return static_cast<int64_t>(generator.get_state().nbytes());
 }
 
+bool isForwardNodeStep(const IterationRecord& record, size_t s) {
+  return record.steps[s].phase == Phase::Forward && record.steps[s].node >= 0;
+}
+
 // Wall-clock forward step times include the marker and observer probes around
 // each node; the plain forward of the same mode does not. The difference,
-// spread evenly over the forward steps, is taken out of each (never below 0),
-// so that a segment's recompute time is the time its ops take.
-void removeProbeCost(const IterationRecord& record, double plain_forward_us, std::vector<double>& step_time_us) {
+// spread evenly over the forward steps, is the probes' cost per step (0 where
+// the plain forward took as long).
+double probeCostPerStepUs(const IterationRecord& record, double plain_forward_us,
+                          const std::vector<double>& step_time_us) {
   double instrumented_us = 0;
   int forward_steps = 0;
   for (size_t s = 0; s < record.steps.size(); ++s) {
-    if (record.steps[s].phase != Phase::Forward || record.steps[s].node < 0) continue;
+    if (!isForwardNodeStep(record, s)) continue;
     instrumented_us += step_time_us[s];
     ++forward_steps;
   }
-  if (forward_steps == 0 || plain_forward_us >= instrumented_us) return;
-  const double probe_us = (instrumented_us - plain_forward_us) / forward_steps;
+  if (forward_steps == 0 || plain_forward_us >= instrumented_us) return 0;
+  return (instrumented_us - plain_forward_us) / forward_steps;
+}
+
+// Takes the probes' cost out of each forward step's time (never below 0), so
+// that a segment's recompute time is the time its ops take.
+void removeProbeCost(const IterationRecord& record, double probe_us, std::vector<double>& step_time_us) {
   for (size_t s = 0; s < record.steps.size(); ++s)
-    if (record.steps[s].phase == Phase::Forward && record.steps[s].node >= 0)
-      step_time_us[s] = std::max(0.0, step_time_us[s] - probe_us);
+    if (isForwardNodeStep(record, s)) step_time_us[s] = std::max(0.0, step_time_us[s] - probe_us);
 }
 
 // Duration of each step: a backward function's own start..end when the
@@ -442,9 +451,11 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
       if (device_type == c10::DeviceType::CUDA) torch::cuda::synchronize();
       times_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
     };
-    const size_t plain_forwards = std::min<size_t>(measured.size(), kFewestMeasuredIterations);
-    progress("plain forwards: what the probes cost");
-    for (size_t i = 0; i < plain_forwards; ++i) timedForward(plain_forward_us);
+    if (!options.probe_cost_us) {
+      const size_t plain_forwards = std::min<size_t>(measured.size(), kFewestMeasuredIterations);
+      progress("plain forwards: what the probes cost");
+      for (size_t i = 0; i < plain_forwards; ++i) timedForward(plain_forward_us);
+    }
     if (options.measure_forward_without_grad) {
       const at::NoGradGuard no_grad;
       timedForward(no_grad_forward_us);
@@ -495,7 +506,12 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
   }
   std::vector<double> step_time_us(record.steps.size());
   for (size_t s = 0; s < samples.size(); ++s) step_time_us[s] = median(samples[s]);
-  if (record.time_source == "cpu_wall") removeProbeCost(record, median(plain_forward_us), step_time_us);
+  if (record.time_source == "cpu_wall") {
+    profile.meta.probe_cost_us = options.probe_cost_us
+                                     ? *options.probe_cost_us
+                                     : probeCostPerStepUs(record, median(plain_forward_us), step_time_us);
+    removeProbeCost(record, profile.meta.probe_cost_us, step_time_us);
+  }
   // A timer that linked no kernel to any step would leave a profile whose op
   // times are all 0, which no plan's time could be weighed by.
   if (record.time_source == "cupti_kernels" && noKernelTimeLinked(step_time_us))

@@ -255,7 +255,7 @@ def _write(graph, measured, save_ptrs, inputs, loss, target, seed, command, path
             "optimizer": "none", "warmup_iters": 1, "measured_iters": 1, "allocator_bytes_at_start": 0,
             "other_executor_mode_peak_bytes": -1,
             "checkpoint_rng_state_bytes": torch.get_rng_state().numel(),
-            "forward_without_grad_ratio": -1.0, "seed": seed, "intra_op_threads": torch.get_num_threads()}
+            "forward_without_grad_ratio": -1.0, "probe_cost_us": -1.0, "seed": seed, "intra_op_threads": torch.get_num_threads()}
     profile = derive_profile(meta, nodes, values, list(graph.graph_outputs), measured, save_ptrs)
     if path is not None:
         write_json_atomically(profile, path)

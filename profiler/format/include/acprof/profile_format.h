@@ -230,6 +230,11 @@ struct ProfileMeta {
   // measured about what its segment's forward with grad did (simulator.cpp
   // says by how much), so it is a fact about the model, not an input.
   double forward_without_grad_ratio = -1;
+  // What acprof's probes add to a forward step's wall time, per step: the
+  // instrumented forward's time over a plain forward's, spread evenly over its
+  // steps, and taken out of each step's time. -1 where not measured (a time
+  // source without probes in it, an eager profile, a profile older than the field).
+  double probe_cost_us = -1;
 };
 
 struct Profile {

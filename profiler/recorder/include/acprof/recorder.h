@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct RecordOptions {
   // One forward without grad, for meta.forward_without_grad_ratio (-1 where
   // not measured). Off by default: half a step of a decoder, and no plan reads it.
   bool measure_forward_without_grad = false;
+  // What the probes add to a forward step, where already known (the
+  // re-profile of a rewrite takes the original profile's meta.probe_cost_us):
+  // no plain forwards are timed to measure it again.
+  std::optional<double> probe_cost_us;
   std::string command_line;               // recorded in the profile's meta
   std::function<void(const std::string&)> progress;  // optional, one short line per stage
 };
