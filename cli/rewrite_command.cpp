@@ -43,9 +43,9 @@ struct RewriteArgs {
 };
 
 // The TorchScript rewrite's flags that the eager one does not take: it writes
-// no model (the plan is the artifact) and verifies bit for bit, and its
-// module is timed nowhere but in the plan's prediction.
-const std::vector<std::string> kTorchScriptOnlyRewriteFlags = {"--output", "--tolerance", "--time-rounds"};
+// no model (the plan is the artifact), and its module is timed nowhere but in
+// the plan's prediction.
+const std::vector<std::string> kTorchScriptOnlyRewriteFlags = {"--output", "--time-rounds"};
 
 bool isEagerPlan(const Plan& plan) { return plan.model_path.rfind(kEagerModelPrefix, 0) == 0; }
 
@@ -96,8 +96,7 @@ void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, cons
                                               model_path));
   if (!torchscript_flags_given.empty())
     throw Error(ErrorKind::Usage, fmt::format("{} is not supported for an eager module (the rewrite writes no model: "
-                                              "the plan is what is kept, it verifies bit for bit, and it is not "
-                                              "timed); leave it out",
+                                              "the plan is what is kept, and it is not timed); leave it out",
                                               torchscript_flags_given.front()));
   const Plan plan = readPlanFile(plan_path);
   const fs::path plan_dir = fs::absolute(plan_path).parent_path();
@@ -109,6 +108,7 @@ void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, cons
   std::vector<std::string> command = {"rewrite", plan_path, "--profile-after", after_file.path};
   if (!args.module.empty()) command.insert(command.end(), {"--module", args.module});
   if (args.no_verify) command.push_back("--no-verify");
+  if (args.tolerance_given) command.insert(command.end(), {"--tolerance", args.tolerance});
   EagerOutcome outcome = runEagerCommandOutcome(command);
   nlohmann::json& result = outcome.result;
   const bool measured = result.is_object() && result.contains("files") && result["files"].contains("profile_after");
@@ -119,7 +119,15 @@ void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, cons
   const Profile before = readProfileFile(result["files"].at("profile").get<std::string>());
   const Profile after = readProfileFile(after_file.path);
   std::optional<VerificationResult> verification;
-  if (!result.at("verification").is_null()) verification = VerificationResult{};  // bit for bit
+  if (const nlohmann::json& verified = result.at("verification"); !verified.is_null()) {
+    verification = VerificationResult{};
+    if (verified.value("mode", "") == "tolerance") {
+      verification->tolerance = verified.at("tolerance").get<double>();
+      // The front end reports the largest difference of loss, gradients and
+      // buffers together, which is all the report's note shows (maxAbsDiff).
+      verification->max_gradient_abs_diff = verified.at("max_abs_diff").get<double>();
+    }
+  }
   report.makeDir();
   writeProfileFile(before, report.before);
   writeProfileFile(after, report.after);

@@ -1,4 +1,5 @@
 // The rewrite of a model file: plan checks, surgery, verification, atomic write.
+#include <cmath>
 #include <filesystem>
 #include <future>
 #include <unistd.h>
@@ -75,6 +76,14 @@ StepConfig verificationConfig(const Plan& plan) {
   return stepConfigOf(readProfileFile(plan.profile_path).meta.run);
 }
 
+// A tolerance that accepts `difference` when printed with three significant
+// digits: rounded up there, as rounding to nearest can fall below it and refuse it.
+double roundedUp(double difference) {
+  if (!(difference > 0) || std::isinf(difference)) return difference;
+  const double scale = std::pow(10.0, std::floor(std::log10(difference)) - 2);
+  return std::ceil(difference / scale) * scale;
+}
+
 }  // namespace
 
 std::string defaultRewrittenPath(const std::string& model_path) {
@@ -133,7 +142,7 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
                       "it; this is nondeterminism in PyTorch or the model, not in acprof: pass --tolerance {:.3g} "
                       "(or larger) to accept differences that size, or --no-verify",
                       v.original_difference->what, v.original_difference->abs_diff,
-                      std::max(v.maxAbsDiff(), v.original_difference->abs_diff)),
+                      roundedUp(std::max(v.maxAbsDiff(), v.original_difference->abs_diff))),
           ErrorKind::ModelFails);
     }
     if (!v.passed()) {

@@ -14,6 +14,11 @@ Cases (each exits 1 with the reason unless everything it names holds):
                    byte, within the budget; the peak line is printed.
   over_budget      the plan's budget edited to one byte below its prediction: the rewrite exits 5,
                    the outcome's kind is budget_exceeded, and its measured peak is the prediction.
+  capture_differs  a module that sums three branches in another order while torch.export traces it
+                   (as code that asks torch.compiler.is_exporting() does): its rewrite exits 6, kind
+                   model_fails, one line saying the captured graph with nothing checkpointed does not
+                   train like the module and naming the --tolerance that accepts it, and writes no
+                   report; with that tolerance it exits 0, verified within it.
   import_failures  a Python that does not exist, one without torch, one whose acprof has no eager,
                    a factory module that does not import and a function that is not there: each
                    exits 7 with one line `acprof: error: ...` naming the fix, and writes no profile.
@@ -46,6 +51,27 @@ class Net(nn.Module):
 
 def make_model():
     return Net()
+'''
+TRACED_PATH_MODEL = '''import torch
+from torch import nn
+
+
+class TracedPath(nn.Module):
+    def __init__(self, width=64, depth=6):
+        super().__init__()
+        self.blocks = nn.Sequential(*[nn.Sequential(nn.Linear(width, width), nn.GELU()) for _ in range(depth)])
+        self.a, self.b, self.c = nn.Linear(width, width), nn.Linear(width, width), nn.Linear(width, width)
+        self.head = nn.Linear(width, 10)
+
+    def forward(self, x):
+        x = self.blocks(x)
+        a, b, c = self.a(x), self.b(x), self.c(x)
+        y = (a + b) + c if torch.compiler.is_exporting() else a + (b + c)
+        return self.head(y)
+
+
+def make_model():
+    return TracedPath()
 '''
 INPUT = "float32[128,64]"
 PARAMETERS = 6 * 4 + 2  # per block: linear weight and bias, batch norm weight and bias; the head's two
@@ -146,6 +172,29 @@ def over_budget(acprof, work, env):
     print(f"eager_cli_check: measured {plan['predicted_peak_bytes']} B over a budget of {plan['budget_bytes']} B: exit 5")
 
 
+def capture_differs(acprof, work, env):
+    with open(os.path.join(work, "traced_path.py"), "w") as out:
+        out.write(TRACED_PATH_MODEL)
+    run(acprof, ["profile", "--module", "traced_path.py:make_model", "--input", INPUT], work, env, 0)
+    run(acprof, ["plan", "--budget", "80%"], work, env, 0)
+    if not outcome(os.path.join(work, "plan.json"))["segments"]:
+        fail("the plan at 80 % checkpoints nothing")
+    done = run(acprof, ["rewrite", "--outcome", "refused.json"], work, env, 6)
+    lines = done.stderr.strip().splitlines()
+    error = outcome(os.path.join(work, "refused.json"))["error"]
+    if len(lines) != 1 or error["kind"] != "model_fails" or \
+            "captured graph does not train like the module itself" not in lines[0]:
+        fail(f"expected one line blaming the capture, kind model_fails: {done.stderr!r}, {error}")
+    tolerance = lines[0].split("--tolerance ")[1].split()[0]
+    if os.path.exists(os.path.join(work, "report.html")):
+        fail("a report was written for a module that failed verification")
+    run(acprof, ["rewrite", "--tolerance", tolerance, "--outcome", "accepted.json"], work, env, 0)
+    verification = outcome(os.path.join(work, "accepted.json"))["result"]["verification"]
+    if verification["mode"] != "tolerance" or not 0 < verification["max_abs_diff"] <= float(tolerance):
+        fail(f"--tolerance {tolerance}: expected verified within it, above 0: {verification}")
+    print(f"eager_cli_check: the capture differs by {tolerance}; refused (exit 6), then accepted with --tolerance")
+
+
 def import_failures(acprof, work, env, python):
     # An acprof package without the eager front end (an older install), first on the path, so that
     # the case holds whether or not acprof is installed in the interpreter's environment.
@@ -185,7 +234,8 @@ def main():
     parser.add_argument("--python", required=True, help="the Python with torch the eager front end runs on")
     parser.add_argument("--package", required=True, help="the acprof Python package's source (python/)")
     parser.add_argument("--work", required=True)
-    parser.add_argument("--case", choices=["end_to_end", "over_budget", "import_failures"], required=True)
+    parser.add_argument("--case", choices=["end_to_end", "over_budget", "capture_differs", "import_failures"],
+                        required=True)
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
@@ -198,6 +248,8 @@ def main():
         end_to_end(acprof, args.work, env)
     elif args.case == "over_budget":
         over_budget(acprof, args.work, env)
+    elif args.case == "capture_differs":
+        capture_differs(acprof, args.work, env)
     else:
         import_failures(acprof, args.work, env, args.python)
 

@@ -25,6 +25,7 @@ import copy
 import importlib
 import importlib.util
 import json
+import math
 import os
 import re
 import sys
@@ -236,21 +237,81 @@ def factory_of_plan(plan: dict, given: str) -> str:
                                 "pass --module pkg.mod:make_model naming the function that builds that module")
 
 
-def _compare(before: dict, after: dict) -> dict:
-    """Loss, gradients and buffers of the original's step against the checkpointed one's, by
-    name (the checkpointed module holds the original as `module`)."""
-    differences = []
-    if not torch.equal(before["loss"], after["loss"]):
-        differences.append(f"loss {before['loss'].item()!r} against {after['loss'].item()!r}")
+def _compare(before: dict, after: dict, prefix: str, tolerance: Optional[float]) -> dict:
+    """Loss, gradients and buffers of one step against another's, by name (`prefix` + name on the
+    `after` side: the checkpointed module holds the original as `module`): every difference over
+    the tolerance (any difference without one), and the largest."""
+    differences, largest = [], 0.0
+
+    def check(what: str, value: torch.Tensor, other: Optional[torch.Tensor]) -> None:
+        nonlocal largest
+        if other is None:
+            differences.append(f"{what} (missing)")
+            return
+        if torch.equal(value, other):
+            return
+        gap = (value.double() - other.double()).abs().max().item() if value.numel() else 0.0
+        gap = gap if gap == gap else float("inf")  # a NaN on one side only
+        largest = max(largest, gap)
+        if tolerance is None or gap > tolerance:
+            differences.append(f"{what} (max |difference| {gap:.3g})")
+
+    check("loss", before["loss"], after["loss"])
     for kind in ("gradients", "buffers"):
         for name, value in before[kind].items():
-            other = after[kind].get("module." + name)
-            if other is None or not torch.equal(value, other):
-                gap = "missing" if other is None else \
-                    f"max |difference| {(value.double() - other.double()).abs().max().item():.3g}"
-                differences.append(f"{kind[:-1]} {name} ({gap})")
-    return {"differences": differences, "gradients_compared": len(before["gradients"]),
+            check(f"{kind[:-1]} {name}", value, after[kind].get(prefix + name))
+    return {"differences": differences, "max_abs_diff": largest, "gradients_compared": len(before["gradients"]),
             "buffers_compared": len(before["buffers"])}
+
+
+def tolerance_text(difference: float) -> str:
+    """A tolerance that accepts `difference`, in three significant digits, rounded up (the
+    difference itself, rounded to nearest, can be below it and refuse it)."""
+    if not difference > 0 or math.isinf(difference):
+        return f"{difference:g}"
+    scale = 10.0 ** (math.floor(math.log10(difference)) - 2)
+    return f"{math.ceil(difference / scale) * scale:.3g}"
+
+
+def _shown(differences: List[str]) -> str:
+    return f"{'; '.join(differences[:3])} ({len(differences)} difference(s))"
+
+
+def _capture_differs(factory: str, seed: int, plan: dict, profile: dict, inputs, loss: str, target, autocast: str,
+                     before: dict, tolerance: Optional[float]) -> Optional[dict]:
+    """Where the checkpointed module failed verification: whether the captured graph with nothing
+    checkpointed already differs from the module's own step (the differences), or not (None).
+    A module can take another path while torch.export traces it than it takes in eager
+    (transformers materializes attention masks when tracing, so its grouped-query attention
+    repeats keys and values instead of passing enable_gqa), and then no plan can train like it."""
+    module = make_module(factory, seed)
+    plain = apply_plan(module, dict(plan, segments=[]), profile=profile, example_inputs=inputs)
+    verdict = _compare(before, measure_step(plain, inputs, loss, target, seed=seed, autocast=autocast), "module.",
+                       tolerance)
+    return verdict if verdict["differences"] else None
+
+
+def _verify(args, factory, seed, plan, profile, inputs, loss, target, autocast, original, after) -> dict:
+    """The verification result of the outcome, or a CommandError naming who is at fault."""
+    tolerance = args.tolerance
+    before = measure_step(original, inputs, loss, target, seed=seed, autocast=autocast)
+    verdict = _compare(before, after, "module.", tolerance)
+    if verdict["differences"]:
+        captured = _capture_differs(factory, seed, plan, profile, inputs, loss, target, autocast, before, tolerance)
+        if captured:
+            raise CommandError(
+                "model_fails",
+                f"{factory}'s captured graph does not train like the module itself, with nothing checkpointed: "
+                f"{_shown(captured['differences'])}; torch.export traced another path than the module runs in eager "
+                "(code that branches on tracing, such as transformers' attention masks), so no plan can be bit for "
+                f"bit; pass --tolerance {tolerance_text(captured['max_abs_diff'])} (or larger) to accept differences "
+                "that size")
+        raise CommandError("verification_failed",
+                           f"the checkpointed module does not train like {factory}: {_shown(verdict['differences'])}; "
+                           "report this profile and plan")
+    mode = "bitwise" if tolerance is None else "tolerance"
+    return {"mode": mode, "tolerance": tolerance, "max_abs_diff": verdict["max_abs_diff"],
+            "gradients_compared": verdict["gradients_compared"], "buffers_compared": verdict["buffers_compared"]}
 
 
 def rewrite_command(args) -> dict:
@@ -290,18 +351,14 @@ def rewrite_command(args) -> dict:
     if args.no_verify:
         print("not verified (--no-verify)")
     else:
-        before = measure_step(original, inputs, loss, target, seed=seed, autocast=autocast)
-        verdict = _compare(before, after)
-        if verdict["differences"]:
-            shown = "; ".join(verdict["differences"][:3])
-            raise CommandError("verification_failed",
-                               f"the checkpointed module does not train like {factory}: {shown} "
-                               f"({len(verdict['differences'])} difference(s)); report this profile and plan")
-        result["verification"] = {"mode": "bitwise", "tolerance": None, "max_abs_diff": 0.0,
-                                  "gradients_compared": verdict["gradients_compared"],
-                                  "buffers_compared": verdict["buffers_compared"]}
-        print(f"verified: loss, {verdict['gradients_compared']} gradients and {verdict['buffers_compared']} buffers "
-              "equal the original's bit for bit (max abs diff 0)")
+        verification = _verify(args, factory, seed, plan, profile, inputs, loss, target, autocast, original, after)
+        result["verification"] = verification
+        compared = f"loss, {verification['gradients_compared']} gradients and {verification['buffers_compared']} buffers"
+        if args.tolerance is None:
+            print(f"verified: {compared} equal the original's bit for bit (max abs diff 0)")
+        else:
+            print(f"verified within tolerance {args.tolerance:g} (max diff {verification['max_abs_diff']:.3g}): "
+                  f"{compared} compared with the original's")
     print(f"train it in Python: from acprof import eager; model = eager.apply_plan({factory.rpartition(':')[2]}(), "
           f"\"{os.path.abspath(plan_path)}\", example_inputs=inputs)  (the plan is what is kept; its profile "
           f"{os.path.abspath(profile_path)} must stay beside it)")
@@ -328,6 +385,13 @@ def rewrite_command(args) -> dict:
 
 # -- the command ---------------------------------------------------------------------------------
 
+def _tolerance(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(text)
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m acprof.eager", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command_name", required=True)
@@ -344,6 +408,8 @@ def _parser() -> argparse.ArgumentParser:
     rewrite.add_argument("plan", nargs="?", default="plan.json")
     rewrite.add_argument("--module", default="", help="the factory (default: the one the profile records)")
     rewrite.add_argument("--no-verify", action="store_true")
+    rewrite.add_argument("--tolerance", type=_tolerance, default=None,
+                         help="verify within this absolute difference instead of bit for bit")
     rewrite.add_argument("--profile-after", default="",
                          help="write the checkpointed module's step here as profile.json (report.html's after side)")
     for command in (profile, rewrite):
