@@ -34,6 +34,38 @@ TEST(PlannerSolver, MuTwoRejectsTheBestScoredChoiceWhenTheSimulatorSaysItDoesNot
   EXPECT_DOUBLE_EQ(r.simulation.extra_time_us, 11);
 }
 
+// The chain of 4 above with a fifth node, aten::size of the output, that
+// allocates nothing and has no backward: a segment over it recomputes nothing,
+// and the plan keeps [0, 1] alone, at the same peak.
+TEST(PlannerSolver, ASegmentWhoseNodesHaveNoBackwardIsLeftOut) {
+  testing::ProfileBuilder b;
+  b.addStatic(1000, Category::Weight);
+  std::vector<int> a(4), g(4, -1);
+  for (int i = 0; i < 4; ++i) {
+    b.node("aten::linear", {i == 0 ? "x" : "a" + std::to_string(i - 1)}, {"a" + std::to_string(i)}, 1);
+    a[i] = b.alloc(100);
+    if (i > 0) b.readBy(a[i - 1], i);
+  }
+  b.node("aten::size", {"a3"}, {"size"}, 1);
+  b.readBy(a[3], 4);
+  b.setCategory(a[3], Category::Output);
+  b.loss();
+  for (int i = 3; i >= 0; --i) {
+    b.backward(i);
+    if (i > 0) g[i - 1] = b.alloc(100);
+    if (g[i] >= 0) b.free(g[i]);
+    b.free(a[i]);
+  }
+  const Profile p = b.finish();
+  const Simulator simulator(p);
+  SolverResult planned;
+  planned.decision = {{0, 1}, {4, 4}};
+  planned.simulation = simulator.simulate(planned.decision);
+  const SolverResult kept = withoutSegmentsWithoutBackward(simulator, planned);
+  EXPECT_EQ(kept.decision, (RecomputeDecision{{0, 1}}));
+  EXPECT_EQ(kept.simulation.peak_bytes, planned.simulation.peak_bytes);
+}
+
 // linear (x0, freed by the relu) -> relu (h, saved by itself and the next
 // linear) -> linear (y) -> add (reads h and y, saves nothing), whose backward
 // peaks with a 1000 B temporary while h is alive. [0, 2] drops no tensor: h
