@@ -1,6 +1,7 @@
-// The one place where LibTorch 1.13 (Debian, CI) and LibTorch 2.x (CUDA on the
-// GPU machine) differ for acprof. Everything else includes this instead of
-// testing versions itself.
+// The one place where the LibTorch releases acprof builds on differ for it:
+// 2.14 (CI, scripts/setup.sh) and 2.11 (the GPU machine's). Everything else
+// includes this instead of testing versions itself. Older releases are refused
+// here, with the fix, rather than failing somewhere deeper.
 #pragma once
 
 #include <torch/version.h>
@@ -17,16 +18,13 @@
 
 namespace acprof::compat {
 
-#if TORCH_VERSION_MAJOR >= 2
+static_assert(TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 11),
+              "acprof builds on LibTorch 2.11 or later (scripts/setup.sh installs the pinned torch)");
+
 // c10::MemoryReportingInfoBase::reportMemoryUsage's total arguments.
 using AllocatorTotal = size_t;
-#else
-using AllocatorTotal = int64_t;
-#endif
 
-// Autocast state per device type: 2.x takes the device type as an argument,
-// 1.13 has one function per device type (CUDA's is unqualified).
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+// Autocast state per device type.
 inline bool autocastEnabled(c10::DeviceType device) { return at::autocast::is_autocast_enabled(device); }
 inline void setAutocastEnabled(c10::DeviceType device, bool enabled) {
   at::autocast::set_autocast_enabled(device, enabled);
@@ -35,35 +33,14 @@ inline c10::ScalarType autocastDtype(c10::DeviceType device) { return at::autoca
 inline void setAutocastDtype(c10::DeviceType device, c10::ScalarType dtype) {
   at::autocast::set_autocast_dtype(device, dtype);
 }
-#else
-inline bool autocastEnabled(c10::DeviceType device) {
-  return device == c10::DeviceType::CPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
-}
-inline void setAutocastEnabled(c10::DeviceType device, bool enabled) {
-  if (device == c10::DeviceType::CPU)
-    at::autocast::set_cpu_enabled(enabled);
-  else
-    at::autocast::set_enabled(enabled);
-}
-inline c10::ScalarType autocastDtype(c10::DeviceType device) {
-  return device == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype()
-                                        : at::autocast::get_autocast_gpu_dtype();
-}
-inline void setAutocastDtype(c10::DeviceType device, c10::ScalarType dtype) {
-  if (device == c10::DeviceType::CPU)
-    at::autocast::set_autocast_cpu_dtype(dtype);
-  else
-    at::autocast::set_autocast_gpu_dtype(dtype);
-}
-#endif
 
-// A parameter's key in torch::optim::Optimizer::state() (a StateMap): 1.13 keys
-// it by the TensorImpl's address printed as text, 2.x by the address itself.
-// Chosen by the map's key type, so no version boundary has to be guessed.
+// A parameter's key in torch::optim::Optimizer::state() (a StateMap): the
+// TensorImpl's address, which releases before 2.0 printed as text. Chosen by
+// the map's key type, so no version boundary has to be guessed.
 template <typename StateMap>
 typename StateMap::key_type optimizerStateKey(const at::Tensor& parameter) {
   if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
-    std::ostringstream text;  // what 1.13's c10::guts::to_string does with a pointer
+    std::ostringstream text;  // what c10::guts::to_string did with a pointer
     text << parameter.unsafeGetTensorImpl();
     return text.str();
   } else {
