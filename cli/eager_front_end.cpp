@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "acprof/error.h"
+#include "acprof/unreproducible_step.h"
 #include "outcome.h"
 
 extern char** environ;
@@ -119,15 +120,22 @@ EagerOutcome runEagerCommandOutcome(const std::vector<std::string>& arguments) {
   EagerOutcome outcome;
   outcome.result = reported.value("result", nlohmann::json());
   const nlohmann::json& error = reported.value("error", nlohmann::json());
-  if (error.is_object())
-    outcome.error = Error(errorKindNamed(error.value("kind", "")), error.value("message", "the eager front end failed"));
+  if (error.is_object()) {
+    const ErrorKind kind = errorKindNamed(error.value("kind", ""));
+    const std::string message = error.value("message", "the eager front end failed");
+    const nlohmann::json& difference = error.value("difference", nlohmann::json());
+    outcome.error_kind = difference.is_number() ? ErrorKind::ModelFails : kind;
+    outcome.error = difference.is_number()
+                        ? std::make_exception_ptr(UnreproducibleStep(message, difference.get<double>()))
+                        : std::make_exception_ptr(Error(kind, message));
+  }
   return outcome;
 }
 
 nlohmann::json runEagerCommand(const std::vector<std::string>& arguments) {
   EagerOutcome outcome = runEagerCommandOutcome(arguments);
   if (!outcome.result.is_null()) setOutcomeResult(outcome.result);
-  if (outcome.error) throw *outcome.error;
+  if (outcome.error) std::rethrow_exception(outcome.error);
   return outcome.result;
 }
 

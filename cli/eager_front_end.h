@@ -6,6 +6,7 @@
 // torch and the acprof package (pip install ./python, or PYTHONPATH).
 #pragma once
 
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,10 +18,13 @@
 namespace acprof::cli {
 
 // What the eager command reported: its result (null where it found none) and
-// its error, if it failed.
+// its error, if it failed: an acprof::Error of error_kind, or an
+// UnreproducibleStep where the front end reported the difference that made it
+// refuse the module (thrown as what it is: std::rethrow_exception).
 struct EagerOutcome {
   nlohmann::json result;
-  std::optional<Error> error;
+  std::optional<ErrorKind> error_kind;
+  std::exception_ptr error;
 };
 
 // Runs `python -m acprof.eager <arguments>` (the command prints its own lines)

@@ -6,6 +6,7 @@
 
 #include "acprof/files.h"
 #include "acprof/solver.h"
+#include "acprof/unreproducible_step.h"
 
 namespace acprof::cli {
 namespace {
@@ -27,6 +28,8 @@ void writeOutcome(const std::string& path, const std::string& command, int exit_
     outcome["error"] = nullptr;
   } else {
     outcome["error"] = {{"kind", kind}, {"message", message}};
+    if (const auto* unreproducible = dynamic_cast<const UnreproducibleStep*>(error))
+      outcome["accepting_tolerance"] = unreproducible->accepting_tolerance;
     if (const auto* infeasible = dynamic_cast<const InfeasibleBudget*>(error)) {
       outcome["floor"] = infeasible->floor;
       const SearchReport& search = infeasible->search;

@@ -1,7 +1,8 @@
 // The outcome of one acprof command as data (--outcome FILE): its exit code,
 // the error's kind and line, and what the error knows beyond the line (for an
 // infeasible budget: the floor's composition and, from a searching solver, how
-// its search ended), so that scripts read facts instead of parsing stderr.
+// its search ended; for a step that does not agree with itself: the tolerance
+// that accepts it), so that scripts read facts instead of parsing stderr.
 #pragma once
 
 #include <exception>

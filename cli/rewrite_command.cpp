@@ -112,9 +112,9 @@ void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, cons
   EagerOutcome outcome = runEagerCommandOutcome(command);
   nlohmann::json& result = outcome.result;
   const bool measured = result.is_object() && result.contains("files") && result["files"].contains("profile_after");
-  if (outcome.error && (outcome.error->kind() != ErrorKind::BudgetExceeded || !measured)) {
+  if (outcome.error && (outcome.error_kind != ErrorKind::BudgetExceeded || !measured)) {
     if (!result.is_null()) setOutcomeResult(result);
-    throw *outcome.error;
+    std::rethrow_exception(outcome.error);
   }
   const Profile before = readProfileFile(result["files"].at("profile").get<std::string>());
   const Profile after = readProfileFile(after_file.path);
@@ -135,7 +135,7 @@ void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, cons
   result["files"].update(report.outcomeFiles());
   setOutcomeResult(result);
   std::cout << fmt::format("wrote {}, {}, {}\n", report.before, report.after, report.html);
-  if (outcome.error) throw *outcome.error;
+  if (outcome.error) std::rethrow_exception(outcome.error);
 }
 
 // A .json argument is the plan, anything else the model.

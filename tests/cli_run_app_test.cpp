@@ -15,6 +15,7 @@
 
 #include "acprof/files.h"
 #include "acprof/error.h"
+#include "acprof/unreproducible_step.h"
 #include "run_app.h"
 
 namespace acprof::cli {
@@ -67,6 +68,27 @@ TEST(RunApp, TheModelsOwnFailureIsNotAnInternalError) {
       outcomeOf([] { throw Error(ErrorKind::ModelFails, "the model's own training step fails"); }, code);
   EXPECT_EQ(code, 6);
   EXPECT_EQ(outcome.at("error").at("kind"), "model_fails");
+}
+
+// A step that does not agree with itself is the model's fault (exit 6), and
+// the outcome carries the tolerance that accepts it, rounded up in three
+// significant digits, as its line names it: rounded to nearest, 2.9802e-08
+// would print 2.98e-08 and refuse the very difference it was asked for.
+TEST(RunApp, AnUnreproducibleStepCarriesTheToleranceThatAcceptsIt) {
+  int code = 0;
+  const double difference = 2.9802322387695312e-08;
+  const nlohmann::json outcome =
+      outcomeOf([&] { throw UnreproducibleStep("two steps of the original differ", difference); }, code);
+  EXPECT_EQ(code, 6);
+  EXPECT_EQ(outcome.at("error").at("kind"), "model_fails");
+  const double accepting = outcome.at("accepting_tolerance").get<double>();
+  EXPECT_GE(accepting, difference);
+  EXPECT_DOUBLE_EQ(accepting, 2.99e-08);
+  EXPECT_NE(outcome.at("error").at("message").get<std::string>().find("pass --tolerance 2.99e-08 (or larger)"),
+            std::string::npos)
+      << outcome.at("error").at("message");
+  EXPECT_DOUBLE_EQ(toleranceAccepting(0.00123), 0.00123);  // exact in three digits: not raised
+  EXPECT_EQ(toleranceAccepting(0), 0);
 }
 
 TEST(RunApp, SuccessWritesAnOutcomeWithNoError) {

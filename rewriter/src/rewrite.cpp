@@ -1,5 +1,4 @@
 // The rewrite of a model file: plan checks, surgery, verification, atomic write.
-#include <cmath>
 #include <filesystem>
 #include <future>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include "acprof/recorder.h"
 #include "acprof/rewriter.h"
 #include "acprof/training_pair.h"
+#include "acprof/unreproducible_step.h"
 #include "graph_surgery.h"
 
 namespace acprof {
@@ -76,14 +76,6 @@ StepConfig verificationConfig(const Plan& plan) {
   return stepConfigOf(readProfileFile(plan.profile_path).meta.run);
 }
 
-// A tolerance that accepts `difference` when printed with three significant
-// digits: rounded up there, as rounding to nearest can fall below it and refuse it.
-double roundedUp(double difference) {
-  if (!(difference > 0) || std::isinf(difference)) return difference;
-  const double scale = std::pow(10.0, std::floor(std::log10(difference)) - 2);
-  return std::ceil(difference / scale) * scale;
-}
-
 }  // namespace
 
 std::string defaultRewrittenPath(const std::string& model_path) {
@@ -136,14 +128,12 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
     result.verification = verifyRewrite(*result.verified_pair, options.tolerance);
     const VerificationResult& v = *result.verification;
     if (v.original_difference) {
-      throw RewriteError(
+      throw UnreproducibleStep(
           fmt::format("the original model's own training step is not reproducible: two steps of the original, "
                       "on the same inputs and seed, differ in {} by {:.3g}, so no rewrite can be verified against "
-                      "it; this is nondeterminism in PyTorch or the model, not in acprof: pass --tolerance {:.3g} "
-                      "(or larger) to accept differences that size, or --no-verify",
-                      v.original_difference->what, v.original_difference->abs_diff,
-                      roundedUp(std::max(v.maxAbsDiff(), v.original_difference->abs_diff))),
-          ErrorKind::ModelFails);
+                      "it; this is nondeterminism in PyTorch or the model, not in acprof",
+                      v.original_difference->what, v.original_difference->abs_diff),
+          std::max(v.maxAbsDiff(), v.original_difference->abs_diff));
     }
     if (!v.passed()) {
       const std::string how = v.tolerance ? fmt::format("above the tolerance {:.3g}", *v.tolerance)

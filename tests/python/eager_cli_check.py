@@ -181,11 +181,16 @@ def capture_differs(acprof, work, env):
         fail("the plan at 80 % checkpoints nothing")
     done = run(acprof, ["rewrite", "--outcome", "refused.json"], work, env, 6)
     lines = done.stderr.strip().splitlines()
-    error = outcome(os.path.join(work, "refused.json"))["error"]
+    refused = outcome(os.path.join(work, "refused.json"))
+    error, accepting = refused["error"], refused.get("accepting_tolerance")
     if len(lines) != 1 or error["kind"] != "model_fails" or \
             "captured graph does not train like the module itself" not in lines[0]:
         fail(f"expected one line blaming the capture, kind model_fails: {done.stderr!r}, {error}")
-    tolerance = lines[0].split("--tolerance ")[1].split()[0]
+    if not isinstance(accepting, float) or not accepting > 0:
+        fail(f"expected the outcome to carry the tolerance that accepts the capture's difference: {refused}")
+    tolerance = f"{accepting:.3g}"
+    if f"--tolerance {tolerance} " not in lines[0]:
+        fail(f"the line does not name the outcome's tolerance {tolerance}: {lines[0]}")
     if os.path.exists(os.path.join(work, "report.html")):
         fail("a report was written for a module that failed verification")
     run(acprof, ["rewrite", "--tolerance", tolerance, "--outcome", "accepted.json"], work, env, 0)

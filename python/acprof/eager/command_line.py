@@ -17,20 +17,23 @@ With `--profile-after FILE` it writes the checkpointed module's measured step th
 
 Errors are one line, `acprof: error: ...`, and an exit code as the acprof binary's (docs/manual.md,
 "Exit codes"); with `--result FILE` (how the binary runs it) the line and the error's kind go to
-that file as JSON instead, with the command's result, and the binary prints and exits.
+that file as JSON instead, with the command's result, and the binary prints and exits. Where the
+module's own step does not agree with the captured graph's, the error carries the largest
+`difference` as data, and the binary words the tolerance that accepts it
+(common/include/acprof/unreproducible_step.h, shared with the TorchScript rewrite).
 """
 
 import argparse
 import copy
+import dataclasses
 import importlib
 import importlib.util
 import json
-import math
 import os
 import re
 import sys
 import traceback
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import torch
 
@@ -46,12 +49,14 @@ INPUT_SPEC = re.compile(r"^(float32|float64|float16|bfloat16|int64|int32|bool|fl
 
 
 class CommandError(Exception):
-    """An error the command reports as one line with its kind (EXIT_CODES), and, for a measured
-    peak over the budget, the result found before it."""
+    """An error the command reports as one line with its kind (EXIT_CODES); for a measured peak
+    over the budget, the result found before it; for a step that does not agree with itself, the
+    largest difference."""
 
-    def __init__(self, kind: str, message: str, result: Optional[dict] = None):
+    def __init__(self, kind: str, message: str, result: Optional[dict] = None,
+                 difference: Optional[float] = None):
         super().__init__(message)
-        self.kind, self.result = kind, result
+        self.kind, self.result, self.difference = kind, result, difference
 
 
 def format_bytes(count: int) -> str:
@@ -264,51 +269,58 @@ def _compare(before: dict, after: dict, prefix: str, tolerance: Optional[float])
             "buffers_compared": len(before["buffers"])}
 
 
-def tolerance_text(difference: float) -> str:
-    """A tolerance that accepts `difference`, in three significant digits, rounded up (the
-    difference itself, rounded to nearest, can be below it and refuse it)."""
-    if not difference > 0 or math.isinf(difference):
-        return f"{difference:g}"
-    scale = 10.0 ** (math.floor(math.log10(difference)) - 2)
-    return f"{math.ceil(difference / scale) * scale:.3g}"
-
-
 def _shown(differences: List[str]) -> str:
     return f"{'; '.join(differences[:3])} ({len(differences)} difference(s))"
 
 
-def _capture_differs(factory: str, seed: int, plan: dict, profile: dict, inputs, loss: str, target, autocast: str,
-                     before: dict, tolerance: Optional[float]) -> Optional[dict]:
+@dataclasses.dataclass
+class ProfiledStep:
+    """The training step a profile recorded, as the rewrite repeats it: the module's factory and
+    seed, its inputs and target, its loss and autocast."""
+    factory: str
+    seed: int
+    inputs: Sequence[Any]
+    target: Optional[torch.Tensor]
+    loss: str
+    autocast: str
+
+    def make_module(self) -> torch.nn.Module:
+        return make_module(self.factory, self.seed)
+
+    def measure(self, module: torch.nn.Module, profile_meta: Optional[dict] = None) -> dict:
+        return measure_step(module, self.inputs, self.loss, self.target, seed=self.seed, autocast=self.autocast,
+                            profile_meta=profile_meta)
+
+
+def _capture_differs(step: ProfiledStep, plan: dict, profile: dict, before: dict,
+                     tolerance: Optional[float]) -> Optional[dict]:
     """Where the checkpointed module failed verification: whether the captured graph with nothing
     checkpointed already differs from the module's own step (the differences), or not (None).
     A module can take another path while torch.export traces it than it takes in eager
     (transformers materializes attention masks when tracing, so its grouped-query attention
     repeats keys and values instead of passing enable_gqa), and then no plan can train like it."""
-    module = make_module(factory, seed)
-    plain = apply_plan(module, dict(plan, segments=[]), profile=profile, example_inputs=inputs)
-    verdict = _compare(before, measure_step(plain, inputs, loss, target, seed=seed, autocast=autocast), "module.",
-                       tolerance)
+    plain = apply_plan(step.make_module(), dict(plan, segments=[]), profile=profile, example_inputs=step.inputs)
+    verdict = _compare(before, step.measure(plain), "module.", tolerance)
     return verdict if verdict["differences"] else None
 
 
-def _verify(args, factory, seed, plan, profile, inputs, loss, target, autocast, original, after) -> dict:
+def _verify(step: ProfiledStep, plan: dict, profile: dict, original: torch.nn.Module, after: dict,
+            tolerance: Optional[float]) -> dict:
     """The verification result of the outcome, or a CommandError naming who is at fault."""
-    tolerance = args.tolerance
-    before = measure_step(original, inputs, loss, target, seed=seed, autocast=autocast)
+    before = step.measure(original)
     verdict = _compare(before, after, "module.", tolerance)
     if verdict["differences"]:
-        captured = _capture_differs(factory, seed, plan, profile, inputs, loss, target, autocast, before, tolerance)
+        captured = _capture_differs(step, plan, profile, before, tolerance)
         if captured:
             raise CommandError(
                 "model_fails",
-                f"{factory}'s captured graph does not train like the module itself, with nothing checkpointed: "
+                f"{step.factory}'s captured graph does not train like the module itself, with nothing checkpointed: "
                 f"{_shown(captured['differences'])}; torch.export traced another path than the module runs in eager "
                 "(code that branches on tracing, such as transformers' attention masks), so no plan can be bit for "
-                f"bit; pass --tolerance {tolerance_text(captured['max_abs_diff'])} (or larger) to accept differences "
-                "that size")
+                "bit", difference=captured["max_abs_diff"])
         raise CommandError("verification_failed",
-                           f"the checkpointed module does not train like {factory}: {_shown(verdict['differences'])}; "
-                           "report this profile and plan")
+                           f"the checkpointed module does not train like {step.factory}: "
+                           f"{_shown(verdict['differences'])}; report this profile and plan")
     mode = "bitwise" if tolerance is None else "tolerance"
     return {"mode": mode, "tolerance": tolerance, "max_abs_diff": verdict["max_abs_diff"],
             "gradients_compared": verdict["gradients_compared"], "buffers_compared": verdict["buffers_compared"]}
@@ -324,9 +336,9 @@ def rewrite_command(args) -> dict:
     meta = profile["meta"]
     factory = factory_of_plan(plan, args.module)
     seed = int(meta.get("seed", 0))
-    module = make_module(factory, seed)
     inputs, target = make_inputs(meta["input_specs"], meta.get("target_spec", ""), seed)
-    loss, autocast = meta.get("loss", "mean"), meta.get("autocast", "")
+    step = ProfiledStep(factory, seed, inputs, target, meta.get("loss", "mean"), meta.get("autocast", ""))
+    module = step.make_module()
     original = copy.deepcopy(module)
     try:
         checkpointed = apply_plan(module, plan, profile=profile, example_inputs=inputs)
@@ -339,7 +351,7 @@ def rewrite_command(args) -> dict:
     if args.profile_after:
         after_meta = dict(meta, model_path=f"{EAGER_PREFIX}{factory} checkpointed by {os.path.basename(plan_path)}",
                           command=" ".join(sys.argv))
-    after = measure_step(checkpointed, inputs, loss, target, seed=seed, autocast=autocast, profile_meta=after_meta)
+    after = step.measure(checkpointed, profile_meta=after_meta)
     baseline = plan.get("baseline_iteration_time_us", 0)
     # The TorchScript rewrite's outcome, key for key; `time` is null as there, untimed.
     result = {"segments": len(plan["segments"]), "verification": None, "time": None,
@@ -351,7 +363,7 @@ def rewrite_command(args) -> dict:
     if args.no_verify:
         print("not verified (--no-verify)")
     else:
-        verification = _verify(args, factory, seed, plan, profile, inputs, loss, target, autocast, original, after)
+        verification = _verify(step, plan, profile, original, after, args.tolerance)
         result["verification"] = verification
         compared = f"loss, {verification['gradients_compared']} gradients and {verification['buffers_compared']} buffers"
         if args.tolerance is None:
@@ -426,11 +438,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command_name == "profile" and args.autocast == "off":
         args.autocast = ""
     run = profile_command if args.command_name == "profile" else rewrite_command
-    kind, message, result = "", "", None
+    kind, message, result, difference = "", "", None, None
     try:
         result = run(args)
     except CommandError as e:
-        kind, message, result = e.kind, str(e), e.result
+        kind, message, result, difference = e.kind, str(e), e.result, e.difference
     except Exception as e:
         if os.environ.get("ACPROF_FULL_ERRORS"):
             traceback.print_exc()
@@ -440,7 +452,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     sys.stdout.flush()
     if args.result:
         error = {"kind": kind, "message": message} if kind else None
+        if difference is not None:
+            error["difference"] = difference
         write_json_atomically({"error": error, "result": result}, args.result)
     elif kind:
-        print(f"acprof: error: {message}", file=sys.stderr)
+        shown = f" (differences up to {difference!r}; --tolerance accepts that)" if difference is not None else ""
+        print(f"acprof: error: {message}{shown}", file=sys.stderr)
     return EXIT_CODES[kind] if kind else 0
