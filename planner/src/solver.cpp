@@ -72,25 +72,13 @@ SolverResult solveRecompute(const Simulator& simulator, const std::string& solve
       std::find_if(table.begin(), table.end(), [&](const SolverEntry& e) { return e.name == solver; });
   if (entry == table.end())
     throw Error(ErrorKind::Usage, fmt::format("unknown solver '{}'; use {}", solver, namesAsChoice()));
-  SolverResult result = withoutSegmentsWithoutBackward(simulator, entry->solve(simulator, budget_bytes, time_limit_s));
+  SolverResult result = entry->solve(simulator, budget_bytes, time_limit_s);
   if (result.solver.empty()) result.solver = entry->name;
 
   // A plan must never make things worse than doing nothing.
   const SimulationResult& baseline = simulator.baseline();
   if (result.simulation.peak_bytes > baseline.peak_bytes)
     result = SolverResult{{}, baseline, result.search, result.solver};
-  return result;
-}
-
-SolverResult withoutSegmentsWithoutBackward(const Simulator& simulator, SolverResult result) {
-  RecomputeDecision kept;
-  for (const NodeRange& range : result.decision)
-    if (segmentSpan(simulator.index(), range).has_backward) kept.push_back(range);
-  if (kept.size() == result.decision.size()) return result;
-  SimulationResult simulation = simulator.simulate(kept);
-  if (simulation.peak_bytes > result.simulation.peak_bytes) return result;
-  result.decision = std::move(kept);
-  result.simulation = std::move(simulation);
   return result;
 }
 

@@ -36,21 +36,14 @@ struct SolverResult {
   std::string solver;  // the strategy that chose `decision` (auto: refined)
 };
 
-// `result` without its segments whose nodes have no backward, re-simulated:
-// such a checkpoint recomputes nothing and frees nothing, and a solver's
-// merges and shifts can leave one (a torchvision segmentation decoder's
-// `aten::__isnot__` of two constants, whose subgraph the rewritten archive
-// could not load back). Kept as it was where dropping them would raise the
-// peak. solveRecompute applies it to every solver's result.
-SolverResult withoutSegmentsWithoutBackward(const Simulator& simulator, SolverResult result);
-
 // No recompute.
 SolverResult solveNone(const Simulator& simulator, int64_t budget_bytes);
 
 // Chen et al. 2016: about sqrt(n) segments of roughly equal activation bytes
 // over the whole forward pass, whatever the budget (unless nothing is needed).
 SolverResult solveChen(const Simulator& simulator, int64_t budget_bytes);
-// Chen's walk with a given number of segments of roughly equal activation bytes.
+// Chen's walk with a given number of segments of roughly equal activation
+// bytes; a range none of whose nodes has a backward is left out.
 SolverResult segmentEvenly(const Simulator& simulator, int segment_count);
 // Nodes that leave activations for backward.
 int activationProducerCount(const Simulator& simulator);
