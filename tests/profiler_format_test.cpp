@@ -144,6 +144,7 @@ Profile profileWithEveryFieldSet() {
   t.last_forward_use_step = 0;
   t.first_backward_use_step = 1;
   t.saved_by = {{0, 1}, {-1, -1}};
+  t.gradient_of = std::vector<int>{0};
   Step& s = p.steps[1];
   s.node = 0;
   s.op = "ReluBackward0";
@@ -229,6 +230,7 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
     EXPECT_NE(t.*field, plain_tensor.*field);
   EXPECT_NE(t.users, plain_tensor.users);
   EXPECT_NE(t.saved_by, plain_tensor.saved_by);
+  EXPECT_NE(t.gradient_of, plain_tensor.gradient_of);
   const Step& s = p.steps[1];
   EXPECT_NE(s.index, plain_step.index);
   EXPECT_NE(s.phase, plain_step.phase);
@@ -288,6 +290,7 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
     EXPECT_SAME(tensors[i].last_forward_use_step);
     EXPECT_SAME(tensors[i].first_backward_use_step);
     EXPECT_SAME(tensors[i].saved_by);
+    EXPECT_SAME(tensors[i].gradient_of);
   }
   ASSERT_EQ(back.steps.size(), p.steps.size());
   for (size_t i = 0; i < p.steps.size(); ++i) {
@@ -387,6 +390,29 @@ TEST(ProfileFormat, SavedByIsOptionalAndEmptyIsNotAbsent) {
     ADD_FAILURE() << "accepted a save by a node the profile does not have";
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("tensor 1 is saved by node 7"), std::string::npos) << e.what();
+  }
+}
+
+// Gradient identity is optional likewise: absent in a profile written before
+// it was recorded, empty where a tensor is no value's gradient, and a value
+// the profile does not have is refused.
+TEST(ProfileFormat, GradientOfIsOptionalAndNamesValuesTheProfileHas) {
+  const Profile p = handMadeProfile();
+  ASSERT_FALSE(p.tensors[1].gradient_of.has_value());
+  EXPECT_EQ(profileToJson(p).find("gradient_of"), std::string::npos) << "absent facts are written";
+
+  Profile recorded = handMadeProfile();
+  recorded.tensors[1].gradient_of.emplace();
+  const Profile back = profileFromJson(profileToJson(recorded), "new.json");
+  ASSERT_TRUE(back.tensors[1].gradient_of.has_value());
+  EXPECT_TRUE(back.tensors[1].gradient_of->empty());
+
+  recorded.tensors[1].gradient_of = std::vector<int>{static_cast<int>(recorded.values.size())};
+  try {
+    profileFromJson(profileToJson(recorded), "edited.json");
+    ADD_FAILURE() << "accepted the gradient of a value the profile does not have";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("is the gradient of value"), std::string::npos) << e.what();
   }
 }
 

@@ -140,6 +140,39 @@ TEST(Recorder, MlpReluOutputsAreSavedByTheirReluAndTheNextLinear) {
   EXPECT_EQ(activations, 4);
 }
 
+// Whose gradient each storage is comes from autograd's edges, not from sizes:
+// each parameter's gradient (its .grad at the end) is named for the value that
+// reads that parameter, and what each ReLU's backward makes is the gradient of
+// the ReLU's input, the linear's output, though the ReLU's own output has the
+// same size. Every storage is recorded either way (empty: no value's).
+TEST(Recorder, MlpGradientsAreNamedByAutogradForTheValuesTheyBelongTo) {
+  const Profile p = profileOf("mlp_traced.pt");
+  int parameter_gradients = 0, relu_gradients = 0;
+  for (const TensorRecord& t : p.tensors) {
+    ASSERT_TRUE(t.gradient_of.has_value()) << t.id;
+    if (t.category == Category::Gradient) {
+      ++parameter_gradients;
+      ASSERT_FALSE(t.gradient_of->empty()) << t.name;
+      for (int v : *t.gradient_of) {
+        const GraphValue& value = p.values[v];
+        ASSERT_GE(value.producer_node, 0) << value.name;
+        EXPECT_EQ(p.nodes[value.producer_node].kind, "prim::GetAttr") << value.name;
+        EXPECT_EQ(value.bytes, t.bytes) << value.name;
+      }
+    }
+    const bool made_in_backward = t.alloc_step >= 0 && p.steps[t.alloc_step].phase == Phase::Backward;
+    if (made_in_backward && p.steps[t.alloc_step].op == "ReluBackward0") {
+      ++relu_gradients;
+      const int relu = p.steps[t.alloc_step].node;
+      ASSERT_GE(relu, 0);
+      EXPECT_EQ(*t.gradient_of, p.nodes[relu].reads) << "made by " << p.nodes[relu].kind;
+    }
+    if (!made_in_backward) EXPECT_TRUE(t.gradient_of->empty()) << t.name;
+  }
+  EXPECT_EQ(parameter_gradients, 10);  // five linears' weights and biases
+  EXPECT_EQ(relu_gradients, 4);
+}
+
 // What a forward returns in a tuple or a dict is the model's output, not an
 // activation: recompute cannot drop it, and the planner must not count on it.
 // The forward-made tensors of category Output are exactly the returned ones.

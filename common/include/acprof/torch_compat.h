@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
@@ -33,6 +34,11 @@ inline c10::ScalarType autocastDtype(c10::DeviceType device) { return at::autoca
 inline void setAutocastDtype(c10::DeviceType device, c10::ScalarType dtype) {
   at::autocast::set_autocast_dtype(device, dtype);
 }
+
+// An owning pointer to an autograd node, as Tensor::grad_fn() returns it:
+// std::shared_ptr up to LibTorch 2.11's era, c10::intrusive_ptr in 2.14. Taken
+// from the declaration, so no version boundary has to be guessed.
+using AutogradNodePtr = std::decay_t<decltype(std::declval<const at::Tensor&>().grad_fn())>;
 
 // A parameter's key in torch::optim::Optimizer::state() (a StateMap): the
 // TensorImpl's address, which releases before 2.0 printed as text. Chosen by

@@ -13,7 +13,9 @@ namespace {
 // Builds the profile's tensors by replaying the measured iteration's events.
 class TensorBook {
  public:
-  TensorBook(Profile& profile, const std::vector<StaticStorage>& statics) : profile_(profile) {
+  TensorBook(Profile& profile, const std::vector<StaticStorage>& statics, bool gradients_recorded)
+      : profile_(profile), gradients_recorded_(gradients_recorded) {
+    for (const GraphValue& value : profile_.values) value_id_.emplace(value.name, value.id);
     for (const StaticStorage& s : statics) {
       TensorRecord& t = newRecord(s.bytes, -1);
       t.category = s.category;
@@ -29,6 +31,7 @@ class TensorBook {
     // applied once the events recorded before it have been.
     size_t next_observed = 0;
     size_t next_saved = 0;
+    size_t next_gradient = 0;
     auto catchUp = [&](int events_done) {
       for (; next_observed < record.observed.size() && record.observed[next_observed].event_index <= events_done;
            ++next_observed)
@@ -36,6 +39,9 @@ class TensorBook {
       for (; next_saved < record.saved_tensors.size() && record.saved_tensors[next_saved].event_index <= events_done;
            ++next_saved)
         saved(record.saved_tensors[next_saved], record);
+      for (; next_gradient < record.gradients.size() && record.gradients[next_gradient].event_index <= events_done;
+           ++next_gradient)
+        gradient(record.gradients[next_gradient]);
     };
     for (size_t e = 0; e < record.events.size(); ++e) {
       catchUp(static_cast<int>(e));
@@ -104,6 +110,7 @@ class TensorBook {
     t.free_event = -2;  // set when freed, or to event_count after replay
     t.device = profile_.meta.run.device;
     t.saved_by.emplace();  // recorded: empty until a save names it
+    if (gradients_recorded_) t.gradient_of.emplace();  // empty until a gradient report names it
     profile_.tensors.push_back(std::move(t));
     return profile_.tensors.back();
   }
@@ -121,6 +128,12 @@ class TensorBook {
     if (seen.list_index >= 0) name += fmt::format("[{}]", seen.list_index);
     value_tensor_.emplace(name, t.id);
     if (seen.list_index < 0) value_tensor_.emplace(value_name, t.id);
+    if (seen.gradient_target) {
+      const auto id = value_id_.find(value_name);
+      std::vector<int>& values = target_values_[*seen.gradient_target];
+      if (id != value_id_.end() && std::find(values.begin(), values.end(), id->second) == values.end())
+        values.push_back(id->second);
+    }
     if (t.shape.empty() && t.dtype.empty()) {
       t.shape = seen.shape;
       t.dtype = seen.dtype;
@@ -145,12 +158,31 @@ class TensorBook {
     open_saves_.erase(it);
   }
 
+  // The first report on a storage made during the iteration names whose
+  // gradient it is: the node that made it reports it as its output for the
+  // value it is for; one it merely hands on (a view of what it received) was
+  // named already by its maker. A report for an edge that leads to no value (an
+  // autograd node inside one graph node, a linear's transpose of its weight)
+  // names nothing, and a later report may. A sum the engine made is reported
+  // only as the input of the node that consumes it.
+  void gradient(const GradientReport& report) {
+    const auto live = live_.find(report.storage_ptr);
+    if (live == live_.end()) return;
+    TensorRecord& t = profile_.tensors[live->second];
+    if (t.alloc_event < 0 || !t.gradient_of || !t.gradient_of->empty()) return;
+    const auto values = target_values_.find(report.target);
+    if (values != target_values_.end()) *t.gradient_of = values->second;
+  }
+
   struct OpenSave {
     int tensor = -1;
     int node = -1;
   };
 
   Profile& profile_;
+  const bool gradients_recorded_;
+  std::unordered_map<std::string, int> value_id_;
+  std::map<GradientTarget, std::vector<int>> target_values_;  // the values each autograd output is
   std::map<uint64_t, OpenSave> open_saves_;  // ordered: saves left open are listed in save order
   std::unordered_map<const void*, int> live_;
   std::unordered_map<int, const void*> ptr_at_end_;
@@ -246,7 +278,7 @@ void deriveProfile(Profile& profile, const MeasuredIteration& iteration) {
   if (reserved_peak > 0) profile.summary.reserved_peak_bytes = reserved_peak;
 
   // Tensors: statics first, then every allocation of the measured iteration.
-  TensorBook book(profile, iteration.statics);
+  TensorBook book(profile, iteration.statics, iteration.record.gradients_recorded);
   book.replay(record);
   fillObservedValueFacts(profile, book, iteration.input_bytes);
   // Forward argument i is graph value i + 1 (value 0 is the module itself).

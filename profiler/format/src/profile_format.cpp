@@ -179,6 +179,7 @@ json tensorToJson(const TensorRecord& t) {
       saved.push_back(json{{"node", by.node}, {"release_step", by.release_step}});
     out["saved_by"] = std::move(saved);
   }
+  if (t.gradient_of) out["gradient_of"] = *t.gradient_of;
   return out;
 }
 
@@ -204,6 +205,7 @@ TensorRecord tensorFromJson(const json& j, const std::string& where) {
     for (const json& by : arrayField(j, "saved_by", where))
       t.saved_by->push_back({field<int>(by, "node", where), field<int>(by, "release_step", where)});
   }
+  if (j.contains("gradient_of")) t.gradient_of = field<std::vector<int>>(j, "gradient_of", where);
   return t;
 }
 
@@ -338,6 +340,10 @@ void validate(const Profile& p, const std::string& where) {
         checkStep(by.release_step, "release by a saving node at step", i, "tensor");
       }
     }
+    if (t.gradient_of)
+      for (int value : *t.gradient_of)
+        if (value < 0 || value >= static_cast<int>(p.values.size()))
+          bad(fmt::format("tensor {} is the gradient of value {}", i, value));
   }
 }
 

@@ -278,6 +278,7 @@ class IterationRunner {
     if (!loss.requires_grad())
       throw RecordError("the loss does not require grad: the model has no trainable parameters on this path");
     session_.beginStep(Phase::Backward, -1, "autograd.engine");
+    session_.reportGradientsOf(loss);
     // A backward that fails here fails in the user's own loop: the hooks make
     // autograd's in-place check (saved_tensor_hooks.h) and change nothing else.
     try {

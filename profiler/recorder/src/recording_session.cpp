@@ -114,7 +114,9 @@ IterationRecord RecordingSession::endIteration() {
   main_thread_in_step_ = false;
   std::unordered_map<uint64_t, double> kernel_us;
   if (gpu_timer_) kernel_us = gpu_timer_->collectKernelTimeUs();
+  std::vector<compat::AutogradNodePtr> accumulators;  // let go after the lock
   std::lock_guard<std::mutex> lock(mutex_);
+  accumulators.swap(kept_accumulators_);
   recording_ = false;
   current_.end_ns = nowNs();
   if (gpu_timer_)
@@ -178,6 +180,7 @@ void RecordingSession::onObservedValue(int node, int output_index, int list_inde
   observed.requires_grad = value.requires_grad();
   observed.bytes = static_cast<int64_t>(value.numel()) * static_cast<int64_t>(value.element_size());
   observed.event_index = static_cast<int>(current_.events.size());
+  observed.gradient_target = gradientTargetOf(value, kept_accumulators_);
   current_.observed.push_back(std::move(observed));
 }
 
@@ -201,6 +204,21 @@ void RecordingSession::onSavedTensor(uint64_t save_id, const void* storage_ptr) 
   if (!recording_) return;
   current_.saved_tensors.push_back(SavedTensorEvent{save_id, storage_ptr, static_cast<int>(current_.steps.size()) - 1,
                                                     static_cast<int>(current_.events.size())});
+}
+
+void RecordingSession::onGradient(const void* storage_ptr, const GradientTarget& target) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!recording_) return;
+  current_.gradients.push_back(GradientReport{storage_ptr, target, static_cast<int>(current_.events.size())});
+}
+
+void RecordingSession::reportGradientsOf(const at::Tensor& loss) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!recording_) return;
+    current_.gradients_recorded = true;
+  }
+  reportGradientsOfBackward(loss);
 }
 
 int RecordingSession::currentStep() const {

@@ -22,6 +22,7 @@
 #include "acprof/event_stream.h"
 #include "acprof/profile_format.h"
 #include "gpu_kernel_timer.h"
+#include "gradient_hooks.h"
 #include "saved_tensor_hooks.h"
 
 namespace acprof {
@@ -50,6 +51,10 @@ class RecordingSession {
   void onBackwardFunctionStart(const char* name, int64_t sequence_nr);
   void onBackwardFunctionEnd(int step);
   void onSavedTensor(uint64_t save_id, const void* storage_ptr);  // storage_ptr null: released
+  void onGradient(const void* storage_ptr, const GradientTarget& target);
+  // Before this iteration's backward: report which value each gradient is
+  // for (gradient_hooks.h); the profile's tensors then say gradient_of.
+  void reportGradientsOf(const at::Tensor& loss);
   int currentStep() const;
 
   // The session that the hooks report to, or null.
@@ -70,6 +75,8 @@ class RecordingSession {
   std::unique_ptr<c10::DebugInfoGuard> debug_info_guard_;
   at::CallbackHandle record_function_handle_ = 0;
   std::unique_ptr<SavedTensorHooksScope> saved_tensor_hooks_;
+  // Leaves' gradient accumulators seen by this iteration's forward (gradientTargetOf).
+  std::vector<compat::AutogradNodePtr> kept_accumulators_;
 };
 
 int64_t nowNs();

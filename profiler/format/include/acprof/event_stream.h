@@ -5,12 +5,13 @@
 // IterationRecord per training iteration. Everything the profile says about
 // memory is derived from the record here, torch-free: each storage's lifetime
 // and category, which forward nodes read it, its first and last use, who saved
-// it for backward, the allocator's counters per step, and which backward steps
+// it for backward, whose gradient it holds, the allocator's counters per step, and which backward steps
 // belong to which forward node. Tests drive it with hand-written streams
 // (tests/profiler_format_event_stream_test.cpp).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,6 +40,22 @@ struct StepTiming {
   double gpu_time_us = -1;       // summed kernel time on CUDA with CUPTI, else -1
 };
 
+// Whose gradient an autograd edge carries: an autograd node and which of its
+// inputs, which is the forward tensor that node's forward made as its output
+// of that number; for a leaf that requires grad (a parameter), its gradient
+// accumulator and 0. The node's sequence number keeps two nodes apart that
+// lived at one address in turn.
+struct GradientTarget {
+  const void* node = nullptr;
+  uint64_t sequence_nr = 0;
+  int input_nr = 0;
+  friend bool operator<(const GradientTarget& a, const GradientTarget& b) {
+    if (a.node != b.node) return a.node < b.node;
+    if (a.sequence_nr != b.sequence_nr) return a.sequence_nr < b.sequence_nr;
+    return a.input_nr < b.input_nr;
+  }
+};
+
 // A forward value seen by the observer op right after its node ran.
 struct ObservedValue {
   int node = -1;
@@ -50,6 +67,17 @@ struct ObservedValue {
   bool requires_grad = false;
   int64_t bytes = 0;             // numel * element size
   int event_index = 0;           // number of events recorded before it
+  std::optional<GradientTarget> gradient_target;  // where it requires grad
+};
+
+// Autograd handed a gradient on while backward ran: an autograd node's output
+// for the edge to `target` (reported right after the node ran, before the
+// engine adds it to what target already received), or a node's input, the
+// whole gradient of its forward output `target`, as the node receives it.
+struct GradientReport {
+  const void* storage_ptr = nullptr;
+  GradientTarget target;
+  int event_index = 0;           // number of allocation events recorded before it
 };
 
 // Autograd saved a tensor for backward (storage_ptr set), or let one go (null).
@@ -70,6 +98,8 @@ struct IterationRecord {
   std::vector<StepTiming> steps;
   std::vector<ObservedValue> observed;
   std::vector<SavedTensorEvent> saved_tensors;
+  std::vector<GradientReport> gradients;
+  bool gradients_recorded = false;  // whether the recorder reported gradients (tensors' gradient_of)
   int64_t end_ns = 0;
 };
 

@@ -148,6 +148,15 @@ struct TensorRecord {
     }
   };
   std::optional<std::vector<SavedBy>> saved_by;
+  // Whose gradient it holds, as autograd said while backward ran: the graph
+  // values (ids) whose gradient the backward step that made it handed on as
+  // this storage, or, where none made it for a value, the values whose whole
+  // gradient it was when the node that consumes it received it (a sum the
+  // engine made). Several ids: every value on the one autograd output (a
+  // weight read through one prim::GetAttr per use, a list and its unpacked
+  // element). nullopt: the profile does not say (written before this was
+  // recorded); empty: no value's gradient.
+  std::optional<std::vector<int>> gradient_of;
 };
 
 struct Step {
