@@ -152,16 +152,31 @@ TEST_F(TwoNodeStream, AGradientIsNamedByTheFirstReportThatLeadsToAValue) {
   r.observed[0].gradient_target = linear_output;
   r.observed[1].gradient_target = relu_output;
   r.gradients_recorded = true;
-  r.gradients = {GradientReport{storage(6), inside_linear, 4},  // relu's backward made dh: an edge to no value
-                 GradientReport{storage(6), linear_output, 4},  // ... then linear's node receives it: h's
-                 GradientReport{storage(6), relu_output, 4},    // handed on as y's: too late, h's it stays
-                 GradientReport{storage(7), accumulator, 5}};   // dW
+  r.gradients = {GradientReport{storage(6), inside_linear, 4, 1},  // relu's backward made dh: an edge to no value
+                 GradientReport{storage(6), linear_output, 4, 2},  // ... then linear's node receives it: h's
+                 GradientReport{storage(6), relu_output, 4, 3},    // handed on as y's: too late, h's it stays
+                 GradientReport{storage(7), accumulator, 5, 4}};   // dW
   deriveProfile(profile, iteration);
   ASSERT_TRUE(profile.tensors[5].gradient_of.has_value());
   EXPECT_EQ(*profile.tensors[5].gradient_of, std::vector<int>{2});  // dh: the gradient of h
   ASSERT_TRUE(profile.tensors[6].gradient_of.has_value());
   EXPECT_TRUE(profile.tensors[6].gradient_of->empty());  // dW: no observed value's
   EXPECT_TRUE(profile.tensors[2].gradient_of->empty());  // h itself: made by forward, no report
+}
+
+// One hook call that hands on views of one storage along several edges (a
+// concatenation's backward: one slice of the gradient it made per input)
+// names every value it is the gradient of, not only the first edge's.
+TEST_F(TwoNodeStream, OneCallsOutputsOnOneStorageNameEveryValue) {
+  const int a = 0, b = 0;
+  const GradientTarget linear_output{&a, 0, 0}, relu_output{&b, 1, 0};
+  IterationRecord& r = iteration.record;
+  r.observed[0].gradient_target = linear_output;
+  r.observed[1].gradient_target = relu_output;
+  r.gradients_recorded = true;
+  r.gradients = {GradientReport{storage(6), linear_output, 4, 1}, GradientReport{storage(6), relu_output, 4, 1}};
+  deriveProfile(profile, iteration);
+  EXPECT_EQ(*profile.tensors[5].gradient_of, (std::vector<int>{2, 3}));
 }
 
 TEST_F(TwoNodeStream, WithoutGradientReportsTheProfileDoesNotSayWhoseGradientAStorageIs) {

@@ -1,5 +1,6 @@
 #include "gradient_hooks.h"
 
+#include <atomic>
 #include <unordered_set>
 
 #include <torch/csrc/autograd/function.h>
@@ -14,9 +15,13 @@ namespace {
 using torch::autograd::Node;
 using torch::autograd::variable_list;
 
-void report(const at::Tensor& gradient, const GradientTarget& target) {
+// Each hook call's reports share a number (GradientReport::hook_call).
+std::atomic<uint64_t> g_hook_calls{0};
+
+void report(const at::Tensor& gradient, const GradientTarget& target, uint64_t hook_call) {
   if (!gradient.defined() || !gradient.has_storage()) return;
-  if (RecordingSession* session = RecordingSession::active()) session->onGradient(gradient.storage().data(), target);
+  if (RecordingSession* session = RecordingSession::active())
+    session->onGradient(gradient.storage().data(), target, hook_call);
 }
 
 // Output i of the node goes along next_edges()[i].
@@ -25,9 +30,11 @@ class ReportOutputs : public torch::autograd::FunctionPostHook {
   explicit ReportOutputs(const Node& node) : node_(node) {}
   variable_list operator()(const variable_list& outputs, const variable_list& /*inputs*/) override {
     const auto& edges = node_.next_edges();
+    const uint64_t call = ++g_hook_calls;
     for (size_t i = 0; i < outputs.size() && i < edges.size(); ++i) {
       const Node* next = edges[i].function.get();
-      if (next) report(outputs[i], GradientTarget{next, next->sequence_nr(), static_cast<int>(edges[i].input_nr)});
+      if (next)
+        report(outputs[i], GradientTarget{next, next->sequence_nr(), static_cast<int>(edges[i].input_nr)}, call);
     }
     return outputs;
   }
@@ -41,8 +48,9 @@ class ReportInputs : public torch::autograd::FunctionPreHook {
  public:
   explicit ReportInputs(const Node& node) : node_(node) {}
   variable_list operator()(const variable_list& inputs) override {
+    const uint64_t call = ++g_hook_calls;
     for (size_t k = 0; k < inputs.size(); ++k)
-      report(inputs[k], GradientTarget{&node_, node_.sequence_nr(), static_cast<int>(k)});
+      report(inputs[k], GradientTarget{&node_, node_.sequence_nr(), static_cast<int>(k)}, call);
     return inputs;
   }
 
