@@ -173,6 +173,36 @@ TEST(Recorder, MlpGradientsAreNamedByAutogradForTheValuesTheyBelongTo) {
   EXPECT_EQ(relu_gradients, 4);
 }
 
+// The gradient hooks read pointers and keep no tensor longer: the same step
+// recorded without them says the same of every storage and step, on models
+// whose backward sums gradients (residual streams, concatenations, an LSTM
+// cell's state, a view written in place).
+TEST(Recorder, GradientHooksChangeNothingElseTheProfileSays) {
+  for (const char* model : {"gpt_scripted.pt", "densenet_like_traced.pt", "lstm_cell_lm_traced.pt",
+                            "inplace_view_traced.pt"}) {
+    RecordOptions options;
+    options.model_path = testModel(model);
+    options.run.measured_iters = 1;
+    const Profile with = recordProfile(options);
+    options.record_gradients = false;
+    const Profile without = recordProfile(options);
+    ASSERT_EQ(with.tensors.size(), without.tensors.size()) << model;
+    int named = 0;
+    for (size_t i = 0; i < with.tensors.size(); ++i) {
+      const TensorRecord &a = with.tensors[i], &b = without.tensors[i];
+      EXPECT_TRUE(a.bytes == b.bytes && a.alloc_event == b.alloc_event && a.free_event == b.free_event &&
+                  a.category == b.category && a.users == b.users && a.saved_by == b.saved_by)
+          << model << ": tensor " << i << " " << a.name;
+      EXPECT_FALSE(b.gradient_of.has_value()) << model;
+      named += a.gradient_of && !a.gradient_of->empty();
+    }
+    EXPECT_GT(named, 0) << model;
+    ASSERT_EQ(with.steps.size(), without.steps.size()) << model;
+    for (size_t s = 0; s < with.steps.size(); ++s) EXPECT_EQ(with.steps[s].node, without.steps[s].node) << model;
+    EXPECT_EQ(with.summary.peak_bytes, without.summary.peak_bytes) << model;
+  }
+}
+
 // What a forward returns in a tuple or a dict is the model's output, not an
 // activation: recompute cannot drop it, and the planner must not count on it.
 // The forward-made tensors of category Output are exactly the returned ones.

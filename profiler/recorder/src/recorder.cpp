@@ -413,7 +413,7 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
   std::vector<double> plain_forward_us, no_grad_forward_us;
   int64_t other_mode_peak_bytes = -1;
   {
-    RecordingSession session(device_type);
+    RecordingSession session(device_type, options.record_gradients);
     ExecutorModeGuard executor_mode(options.run.executor_optimize);
     IterationRunner runner(module, run, optimizer, session, options.run.seed, device_type,
                            inPlaceWriteAfterRead(facts));

@@ -68,7 +68,8 @@ int64_t nowNs() {
       .count();
 }
 
-RecordingSession::RecordingSession(c10::DeviceType device_type) : device_type_(device_type) {
+RecordingSession::RecordingSession(c10::DeviceType device_type, bool report_gradients)
+    : device_type_(device_type), report_gradients_(report_gradients) {
   RecordingSession* expected = nullptr;
   if (!g_active_session.compare_exchange_strong(expected, this))
     throw std::logic_error("only one acprof recording session can be active at a time");
@@ -214,6 +215,7 @@ void RecordingSession::onGradient(const void* storage_ptr, const GradientTarget&
 }
 
 void RecordingSession::reportGradientsOf(const at::Tensor& loss) {
+  if (!report_gradients_) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!recording_) return;

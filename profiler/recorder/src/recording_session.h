@@ -29,7 +29,8 @@ namespace acprof {
 
 class RecordingSession {
  public:
-  explicit RecordingSession(c10::DeviceType device_type);
+  // `report_gradients`: reportGradientsOf adds its hooks (else it does nothing).
+  RecordingSession(c10::DeviceType device_type, bool report_gradients = true);
   ~RecordingSession();
   RecordingSession(const RecordingSession&) = delete;
   RecordingSession& operator=(const RecordingSession&) = delete;
@@ -66,6 +67,7 @@ class RecordingSession {
   uint64_t stepKey(int step) const { return (iteration_count_ << 24) | static_cast<uint64_t>(step); }
 
   c10::DeviceType device_type_;
+  bool report_gradients_;
   mutable std::mutex mutex_;
   bool recording_ = false;
   IterationRecord current_;

@@ -41,6 +41,9 @@ struct RecordOptions {
   // re-profile of a rewrite takes the original profile's meta.probe_cost_us):
   // no plain forwards are timed to measure it again.
   std::optional<double> probe_cost_us;
+  // Whose gradient each storage is (tensors[].gradient_of, gradient_hooks.h).
+  // Off only to show that the hooks change nothing else a profile says.
+  bool record_gradients = true;
   std::string command_line;               // recorded in the profile's meta
   std::function<void(const std::string&)> progress;  // optional, one short line per stage
 };
