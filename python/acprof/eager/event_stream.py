@@ -4,7 +4,8 @@ The CPU allocator reports every allocation and free to torch.profiler (profile_m
 it reports them to the C++ recorder's MemoryReportingInfoBase. The step marks what it runs with
 record_function markers: a forward node (`acprof::node::<i>`), the loss (`acprof::loss`), a save
 for backward and its release (`acprof::save::<id>`, `acprof::release::<id>`, from the
-saved_tensors_hooks). The autograd engine marks each backward node itself
+saved_tensors_hooks), a gradient autograd handed on or received (`acprof::gradient::<call>::<storage
+pointer>::<edge>`, from hooks on the autograd nodes: gradient_hooks.py). The autograd engine marks each backward node itself
 (`autograd::engine::evaluate_function: <name>`, carrying the node's sequence number). Walking the
 profiler's event tree in order yields these and the allocations in the order they happened, the
 IterationRecord of profiler/format/include/acprof/event_stream.h.
@@ -19,6 +20,7 @@ NODE_MARKER = "acprof::node::"
 LOSS_MARKER = "acprof::loss"
 SAVE_MARKER = "acprof::save::"
 RELEASE_MARKER = "acprof::release::"
+GRADIENT_MARKER = "acprof::gradient::"
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 
 
@@ -56,11 +58,22 @@ class SaveEvent:
 
 
 @dataclass
+class GradientReport:
+    """profiler/format/include/acprof/event_stream.h GradientReport: a storage autograd handed on
+    along the edge `target` (gradient_hooks.edge_key), or received as the gradient of it."""
+    hook_call: int
+    storage_ptr: int
+    target: str
+    event_index: int
+
+
+@dataclass
 class IterationRecord:
     events: List[Allocation] = field(default_factory=list)
     steps: List[StepMark] = field(default_factory=list)
     observations: List[Observation] = field(default_factory=list)
     saves: List[SaveEvent] = field(default_factory=list)
+    gradients: List[GradientReport] = field(default_factory=list)
 
 
 def _smallest_sequence_nr(event) -> int:
@@ -73,6 +86,21 @@ def _smallest_sequence_nr(event) -> int:
             found = sequence
         stack.extend(e.children)
     return found
+
+
+def _backward_sequence_nr(event) -> int:
+    """The sequence number of the autograd node an evaluate_function event ran: the event's own,
+    or where that is -1, its first child's that has one (the node's own op). The profiler gives
+    evaluate_function its first child's number, and where a hook marked a gradient first
+    (gradient_hooks.py) that child is the mark, which has none."""
+    own = getattr(event.extra_fields, "sequence_number", -1)
+    if own is not None and own >= 0:
+        return own
+    for child in sorted(event.children, key=lambda e: e.start_time_ns):
+        sequence = getattr(child.extra_fields, "sequence_number", -1)
+        if sequence is not None and sequence >= 0:
+            return sequence
+    return -1
 
 
 def _is_allocation(event) -> bool:
@@ -106,13 +134,16 @@ def record_from_profiler(profiler: torch.profiler.profile, device: str = "cpu") 
             record.steps.append(StepMark("loss", -1, "loss", len(record.events), duration_us,
                                          sequence_at_start=_smallest_sequence_nr(event)))
         elif name.startswith(BACKWARD_PREFIX):
-            sequence = getattr(event.extra_fields, "sequence_number", -1)
             record.steps.append(StepMark("backward", -1, name[len(BACKWARD_PREFIX):], len(record.events),
-                                         duration_us, autograd_sequence_nr=sequence if sequence is not None else -1))
+                                         duration_us, autograd_sequence_nr=_backward_sequence_nr(event)))
         elif name.startswith(SAVE_MARKER) or name.startswith(RELEASE_MARKER):
             released = name.startswith(RELEASE_MARKER)
             save_id = int(name[len(RELEASE_MARKER if released else SAVE_MARKER):])
             record.saves.append(SaveEvent(save_id, released, current_step(), len(record.events)))
+            return
+        elif name.startswith(GRADIENT_MARKER):
+            call, ptr, target = name[len(GRADIENT_MARKER):].split("::", 2)
+            record.gradients.append(GradientReport(int(call), int(ptr), target, len(record.events)))
             return
         for child in sorted(event.children, key=lambda e: e.start_time_ns):
             visit(child)

@@ -4,12 +4,13 @@ timelineFromTensors (profiler/format/src/event_stream.cpp, profile_format.cpp).
 It applies the same rules to the same kind of stream, so the planner reads an eager profile as it
 reads a TorchScript one: each storage's [alloc_event, free_event) and category, which forward
 nodes read it, its first and last use, who saved it for backward and when that save was released,
+whose gradient it holds (gradient_of, where the step was recorded with gradient_hooks.py),
 the allocator's counters per step, and which backward steps belong to which forward node.
 """
 
 import bisect
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set
 
 from .event_stream import IterationRecord
 
@@ -38,6 +39,7 @@ class ObservedValue:
     dtype: str
     requires_grad: bool
     bytes: int
+    gradient_target: Optional[str] = None   # gradient_hooks.edge_key, where it requires grad
 
 
 @dataclass
@@ -50,6 +52,7 @@ class MeasuredStep:
     input_ptrs: List[int]
     input_bytes: List[int]
     device: str = "cpu"
+    gradients_recorded: bool = False     # the step ran with gradient_hooks: tensors say gradient_of
 
 
 def _new_tensor(tensors: List[dict], nbytes: int, alloc_event: int, device: str) -> dict:
@@ -61,21 +64,33 @@ def _new_tensor(tensors: List[dict], nbytes: int, alloc_event: int, device: str)
     return t
 
 
-def tensors_of_step(step: MeasuredStep, nodes: List[dict], save_ptrs: Dict[int, int]):
+def tensors_of_step(step: MeasuredStep, nodes: List[dict], save_ptrs: Dict[int, int],
+                    value_ids: Optional[Dict[str, int]] = None):
     """Replays the stream: the tensor records, which storage each value lived on, and the
-    storages alive at the end by pointer (TensorBook in event_stream.cpp)."""
+    storages alive at the end by pointer (TensorBook in event_stream.cpp). `value_ids` (value
+    name to id) names the values each gradient belongs to."""
     record = step.record
     tensors: List[dict] = []
     live: Dict[int, int] = {}
+
+    def new_tensor(nbytes: int, alloc_event: int) -> dict:
+        t = _new_tensor(tensors, nbytes, alloc_event, step.device)
+        if step.gradients_recorded:
+            t["gradient_of"] = []  # empty until a gradient report names it
+        return t
+
     for s in step.statics:
-        t = _new_tensor(tensors, s.bytes, -1, step.device)
+        t = new_tensor(s.bytes, -1)
         t.update(category=s.category, name=s.name, shape=list(s.shape), dtype=s.dtype)
         live[s.ptr] = t["id"]
     value_tensor: Dict[str, int] = {}
     open_saves: Dict[int, tuple] = {}
+    target_values: Dict[str, List[int]] = {}   # the values each autograd edge's gradient is
+    named_by_call: Dict[int, int] = {}          # tensor -> the hook call that named it
     observations = sorted(record.observations, key=lambda o: o.event_index)
     saves = record.saves
-    next_observed = next_saved = 0
+    gradients = record.gradients
+    next_observed = next_saved = next_gradient = 0
 
     def observe(node: int) -> None:
         for seen in step.observed.get(node, []):
@@ -83,6 +98,10 @@ def tensors_of_step(step: MeasuredStep, nodes: List[dict], save_ptrs: Dict[int, 
             if tid is None or not nodes[node]["outputs"]:
                 continue
             name = nodes[node]["outputs"][0]
+            if seen.gradient_target is not None and value_ids is not None and name in value_ids:
+                named = target_values.setdefault(seen.gradient_target, [])
+                if value_ids[name] not in named:
+                    named.append(value_ids[name])
             if seen.list_index >= 0:
                 value_tensor.setdefault(f"{name}[{seen.list_index}]", tid)
             else:
@@ -106,25 +125,40 @@ def tensors_of_step(step: MeasuredStep, nodes: List[dict], save_ptrs: Dict[int, 
         if opened is not None:
             tensors[opened[0]]["saved_by"].append({"node": opened[1], "release_step": event.step})
 
+    def gradient(report) -> None:
+        # TensorBook::gradient in event_stream.cpp: the first hook call that reports a storage
+        # made in the step for an edge that leads to a value names it, with every such edge.
+        tid = live.get(report.storage_ptr)
+        if tid is None or "gradient_of" not in tensors[tid] or tensors[tid]["alloc_event"] < 0:
+            return
+        named = target_values.get(report.target)
+        if named is None or named_by_call.setdefault(tid, report.hook_call) != report.hook_call:
+            return
+        of = tensors[tid]["gradient_of"]
+        of.extend(v for v in named if v not in of)
+
     def catch_up(events_done: int) -> None:
-        nonlocal next_observed, next_saved
+        nonlocal next_observed, next_saved, next_gradient
         while next_observed < len(observations) and observations[next_observed].event_index <= events_done:
             observe(observations[next_observed].node)
             next_observed += 1
         while next_saved < len(saves) and saves[next_saved].event_index <= events_done:
             saved(saves[next_saved])
             next_saved += 1
+        while next_gradient < len(gradients) and gradients[next_gradient].event_index <= events_done:
+            gradient(gradients[next_gradient])
+            next_gradient += 1
 
     for e, event in enumerate(record.events):
         catch_up(e)
         if event.delta_bytes > 0:
-            t = _new_tensor(tensors, event.delta_bytes, e, step.device)
+            t = new_tensor(event.delta_bytes, e)
             t["alloc_step"] = event.step
             live[event.ptr] = t["id"]
         else:
             tid = live.pop(event.ptr, None)
             if tid is None:  # allocated before the step by something not enumerated
-                tid = _new_tensor(tensors, -event.delta_bytes, -1, step.device)["id"]
+                tid = new_tensor(-event.delta_bytes, -1)["id"]
             tensors[tid]["free_event"] = e
             tensors[tid]["free_step"] = event.step
     catch_up(1 << 62)
@@ -189,7 +223,8 @@ def derive_profile(meta: dict, nodes: List[dict], values: List[dict], graph_outp
         st["allocator_bytes"] = allocator_now
         allocator_peak = max(allocator_peak, st["allocator_peak_bytes"])
 
-    tensors, value_tensor, ptr_at_end, live = tensors_of_step(step, nodes, save_ptrs)
+    tensors, value_tensor, ptr_at_end, live = tensors_of_step(step, nodes, save_ptrs,
+                                                              {value["name"]: value["id"] for value in values})
     for value in values:
         if value["producer_node"] < 0:
             i = value["id"] - 1

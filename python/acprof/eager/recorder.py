@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 from torch.autograd.profiler import record_function
 
-from . import event_stream
+from . import event_stream, gradient_hooks
 from .graph import EagerGraph
 from .profile_derivation import MeasuredStep, ObservedValue, StaticStorage, derive_profile, peak_bytes
 from .program import Instruction, run_program
@@ -113,7 +113,7 @@ def _observed(node: int, output: Any) -> List[ObservedValue]:
         if isinstance(t, torch.Tensor) and t.layout == torch.strided:
             seen.append(ObservedValue(node, list_index, _storage(t)[0], list(t.shape),
                                       str(t.dtype).replace("torch.", ""), t.requires_grad,
-                                      t.numel() * t.element_size()))
+                                      t.numel() * t.element_size(), gradient_hooks.edge_key(t)))
     return seen
 
 
@@ -222,6 +222,7 @@ def _record_profile(module, inputs, loss, target, path, seed, graph, command, au
             output = graph_forward(graph, inputs, observed)
             with record_function(event_stream.LOSS_MARKER):
                 step_loss = compute_loss(output, loss, target)
+        gradient_hooks.report_gradients_of_backward(step_loss)
         step_loss.backward()
         ends["loss"] = step_loss.detach()
         ends["gradient_ptrs"], ends["output_ptrs"] = _step_ends(module, output, step_loss)
@@ -230,7 +231,8 @@ def _record_profile(module, inputs, loss, target, path, seed, graph, command, au
     record = _profiled(step)
     gc.collect()
     measured = MeasuredStep(record, observed, statics, ends["gradient_ptrs"], ends["output_ptrs"],
-                            [_storage(x)[0] for x in inputs], [x.numel() * x.element_size() for x in inputs])
+                            [_storage(x)[0] for x in inputs], [x.numel() * x.element_size() for x in inputs],
+                            gradients_recorded=True)
     _clear_gradients(module)
     return _write(graph, measured, marks.storage_ptr, inputs, loss, target, seed, command, path, autocast)
 
