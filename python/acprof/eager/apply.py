@@ -122,38 +122,44 @@ class CheckpointedModule(torch.nn.Module):
             if b.first <= a.last:
                 raise PlanMismatch(f"plan segments [{a.first}, {a.last}] and [{b.first}, {b.last}] overlap")
 
-    def _program(self) -> List[Tuple[Tuple[str, str], Instruction]]:
-        """Forward's instructions in order, each with the (kind, scope) of its node in a profile of
-        this module's step: a node of the graph where it runs alone, `acprof::checkpoint` where a
-        segment runs (scope: its first node's; the TorchScript rewrite's operator has the same
-        kind, so report.html marks its forward and recompute alike)."""
-        graph = self.graph
+    def _layout(self) -> List[Tuple[str, str, Any]]:
+        """Forward's instructions in order as (kind, scope, what runs): a node of the graph where it
+        runs alone; a segment, kind `acprof::checkpoint` with its first node's scope, where one runs
+        (the TorchScript rewrite's operator has the same kind, so report.html marks its forward and
+        recompute alike). The kind and scope are those of its node in a profile of this module's step."""
         segment_at_last = {s.last: s for s in self.segments}
         inside = {n.index for s in self.segments for n in s.nodes}
-        program = []
-        for node in graph.nodes:
+        layout = []
+        for node in self.graph.nodes:
             if node.index not in inside:
-                def run(env, node=node):
-                    return {node.value: graph.run_node(node, lambda fx, use: env[graph.value_of_fx[fx]])}
-                program.append(((node.kind, node.scope), Instruction([v for v in node.reads if v != 0], run)))
+                layout.append((node.kind, node.scope, node))
             if node.index in segment_at_last:
                 segment = segment_at_last[node.index]
-                program.append(((CHECKPOINT_KIND, segment.nodes[0].scope if segment.nodes else ""),
-                                segment.instruction()))
-        return program
+                layout.append((CHECKPOINT_KIND, segment.nodes[0].scope if segment.nodes else "", segment))
+        return layout
 
     def _instructions(self) -> List[Instruction]:
-        program = self._program()
+        graph = self.graph
+
+        def instruction(what) -> Instruction:
+            if isinstance(what, _Segment):
+                return what.instruction()
+
+            def run(env, node=what):
+                return {node.value: graph.run_node(node, lambda fx, use: env[graph.value_of_fx[fx]])}
+            return Instruction([v for v in what.reads if v != 0], run)
+
+        program = [instruction(what) for _, _, what in self._layout()]
         if self._marking:
-            return [_marked(i, instruction) for i, (_, instruction) in enumerate(program)]
-        return [instruction for _, instruction in program]
+            return [_marked(i, step) for i, step in enumerate(program)]
+        return program
 
     def instruction_nodes(self) -> List[dict]:
         """The nodes of a profile of this module's step recorded under marking_instructions(), as
         profile.json lists nodes (no values: the report reads the timeline, not the graph)."""
         return [{"id": i, "kind": kind, "scope": scope, "inputs": [], "outputs": [], "role": "compute",
                  "barrier_reason": "", "reads": [], "writes": [], "forward_step": -1, "forward_time_us": 0.0,
-                 "backward_steps": []} for i, ((kind, scope), _) in enumerate(self._program())]
+                 "backward_steps": []} for i, (kind, scope, _) in enumerate(self._layout())]
 
     @contextlib.contextmanager
     def marking_instructions(self):
