@@ -124,10 +124,14 @@ EagerOutcome runEagerCommandOutcome(const std::vector<std::string>& arguments) {
     const ErrorKind kind = errorKindNamed(error.value("kind", ""));
     const std::string message = error.value("message", "the eager front end failed");
     const nlohmann::json& difference = error.value("difference", nlohmann::json());
-    outcome.error_kind = difference.is_number() ? ErrorKind::ModelFails : kind;
-    outcome.error = difference.is_number()
-                        ? std::make_exception_ptr(UnreproducibleStep(message, difference.get<double>()))
-                        : std::make_exception_ptr(Error(kind, message));
+    if (difference.is_number()) {
+      const UnreproducibleStep unreproducible(message, difference.get<double>());
+      outcome.error_kind = unreproducible.kind();
+      outcome.error = std::make_exception_ptr(unreproducible);
+    } else {
+      outcome.error_kind = kind;
+      outcome.error = std::make_exception_ptr(Error(kind, message));
+    }
   }
   return outcome;
 }

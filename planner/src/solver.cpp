@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include "acprof/solver.h"
-#include "memory_rules.h"  // segmentSpan
-#include "profile_index.h"
 
 namespace acprof {
 namespace {

@@ -49,8 +49,8 @@ def report_gradients_of_backward(loss: torch.Tensor) -> None:
     """Adds the marking hooks to every autograd node reachable from loss.grad_fn."""
     calls = itertools.count(1)
     pending = [loss.grad_fn] if loss.grad_fn is not None else []
+    # Every node seen gets hooks that hold its wrapper, so id() names one node all along.
     seen = {id(n) for n in pending}
-    kept = list(pending)  # the wrappers stay alive, so id() names one node all along
 
     def hooks_of(node):
         def received(grad_outputs):
@@ -75,5 +75,4 @@ def report_gradients_of_backward(loss: torch.Tensor) -> None:
         for next_node, _ in node.next_functions:
             if next_node is not None and id(next_node) not in seen:
                 seen.add(id(next_node))
-                kept.append(next_node)
                 pending.append(next_node)

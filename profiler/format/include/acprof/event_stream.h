@@ -5,9 +5,9 @@
 // IterationRecord per training iteration. Everything the profile says about
 // memory is derived from the record here, torch-free: each storage's lifetime
 // and category, which forward nodes read it, its first and last use, who saved
-// it for backward, whose gradient it holds, the allocator's counters per step, and which backward steps
-// belong to which forward node. Tests drive it with hand-written streams
-// (tests/profiler_format_event_stream_test.cpp).
+// it for backward, whose gradient it holds, the allocator's counters per step,
+// and which backward steps belong to which forward node. Tests drive it with
+// hand-written streams (tests/profiler_format_event_stream_test.cpp).
 #pragma once
 
 #include <cstdint>
