@@ -10,6 +10,7 @@
 
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
+#include "acprof/simulator.h"
 
 namespace acprof {
 namespace {
@@ -23,10 +24,15 @@ std::vector<fs::path> validSeeds(const std::string& target) {
   return seeds;
 }
 
-TEST(FuzzSeeds, ValidProfileSeedsAreAccepted) {
+// Accepted by the reader and by the simulator, which refuses a profile that
+// does not say whose gradient each tensor holds: otherwise the fuzzer would
+// never reach the planner behind the reader.
+TEST(FuzzSeeds, ValidProfileSeedsAreAcceptedAndReachThePlanner) {
   const std::vector<fs::path> seeds = validSeeds("profile_json");
   ASSERT_FALSE(seeds.empty());
-  for (const fs::path& seed : seeds) EXPECT_NO_THROW(readProfileFile(seed.string())) << seed;
+  for (const fs::path& seed : seeds) {
+    EXPECT_NO_THROW(Simulator{readProfileFile(seed.string())}) << seed;
+  }
 }
 
 TEST(FuzzSeeds, ValidPlanSeedsAreAcceptedAndMatchTheirProfile) {

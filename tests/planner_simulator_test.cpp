@@ -3,8 +3,11 @@
 // expected value can be checked in the comment above it.
 #include "acprof/simulator.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
+#include "acprof/error.h"
 #include "planner_test_profiles.h"
 
 namespace acprof {
@@ -383,16 +386,21 @@ Profile twoUsesProfile(bool second_use, bool view_gradient = false) {
   b.backward(3);
   const int gx = b.alloc(100);  // event 5: the first use's gradient, the running sum
   const int gb = b.alloc(10);   // event 6
+  b.gradientOf(gx, {"x"});
+  b.gradientOf(gb, {"b"});
   b.backward(2);
   if (!view_gradient) {
     const int gx2 = b.alloc(100);  // event 7: added to gx at once
+    b.gradientOf(gx2, {"x"});
     b.free(gx2);                   // event 8
   }
   const int ga = b.alloc(10);  // event 9 (7 with view_gradient)
+  b.gradientOf(ga, {"a"});
   b.free(gb);                  // event 10 (8)
   b.free(bb);                  // event 11 (9)
   b.backward(1);
   const int gv = b.alloc(10);  // event 12 (10)
+  b.gradientOf(gv, {"v"});
   b.free(ga);                  // event 13 (11)
   b.free(a);                   // event 14 (12)
   b.backward(0);
@@ -448,16 +456,24 @@ Profile sharedWeightProfile(bool shared) {
   b.readBy(shared ? w : other, 3);
   b.loss();
   b.backward(3);
-  b.setCategory(b.alloc(100), Category::Gradient);  // event 4: the sum node 3 begins
-  const int gz = b.alloc(10);                         // event 5
+  // A trace's reads of one weight share its gradient: autograd names both values.
+  const std::vector<std::string> weight_values = shared ? std::vector<std::string>{"w1", "w2"} : std::vector<std::string>{"w2"};
+  const int sum = b.alloc(100);  // event 4: the sum node 3 begins
+  b.setCategory(sum, Category::Gradient);
+  b.gradientOf(sum, weight_values);
+  const int gz = b.alloc(10);  // event 5
+  b.gradientOf(gz, {"z"});
   b.backward(2);
   const int gy = b.alloc(10);  // event 6
+  b.gradientOf(gy, {"y"});
   b.free(gz);                  // event 7
   b.free(z);                   // event 8
   b.backward(1);
   const int gw1 = b.alloc(100);  // event 9
+  b.gradientOf(gw1, shared ? weight_values : std::vector<std::string>{"w1"});
   b.free(gw1);                   // event 10: added in place
   const int gx = b.alloc(10);    // event 11
+  b.gradientOf(gx, {"x"});
   b.free(gy);                    // event 12
   b.free(y);                     // event 13
   b.backward(0);
@@ -507,21 +523,27 @@ Profile waitingSumsProfile(bool new_sums) {
   const int sx = b.alloc(1000);  // event 5
   const int sy = b.alloc(2000);  // event 6
   const int gc = b.alloc(10);    // event 7
+  b.gradientOf(sx, {"x"});
+  b.gradientOf(sy, {"y"});
+  b.gradientOf(gc, {"c"});
   b.free(c);                     // event 8
   // The current node's gradient of a tensor, added to its waiting sum.
-  const auto add_gradient = [&](int waiting, int64_t bytes) {
+  const auto add_gradient = [&](int waiting, const std::string& value, int64_t bytes) {
     const int gradient = b.alloc(bytes);
+    b.gradientOf(gradient, {value});
     const int sum = new_sums ? b.alloc(bytes) : waiting;
+    if (new_sums) b.gradientOf(sum, {value});
     if (new_sums) b.free(waiting);
     b.free(gradient);
     return sum;
   };
   b.backward(2);
-  const int final_y = add_gradient(sy, 2000);
+  const int final_y = add_gradient(sy, "y", 2000);
   const int ga = b.alloc(10);
+  b.gradientOf(ga, {"a"});
   b.free(gc);
   b.backward(1);
-  const int final_x = add_gradient(sx, 1000);
+  const int final_x = add_gradient(sx, "x", 1000);
   b.free(ga);
   b.free(a);
   b.backward(0);
@@ -578,15 +600,21 @@ Profile concatenatedOutsideTensorsProfile() {
   const int sf = b.alloc(1000);  // event 5
   const int sb = b.alloc(1000);  // event 6
   const int gr = b.alloc(2000);  // event 7
+  b.gradientOf(sf, {"f"});
+  b.gradientOf(sb, {"b"});
+  b.gradientOf(gr, {"r"});
   b.free(r);                     // event 8
   b.backward(2);
   const int gc = b.alloc(2000);  // event 9
+  b.gradientOf(gc, {"c"});
   b.free(gr);                    // event 10
   b.free(c);                     // event 11
   b.backward(1);
   const int nf = b.alloc(1000);  // event 12
+  b.gradientOf(nf, {"f"});
   b.free(sf);                    // event 13
   const int nb = b.alloc(1000);  // event 14
+  b.gradientOf(nb, {"b"});
   b.free(sb);                    // event 15
   b.free(gc);                    // event 16
   b.backward(0);
@@ -656,12 +684,18 @@ Profile unpackedCellStateProfile(bool through_unpack) {
   b.backward(5);
   const int gh = b.alloc(400);  // event 4
   const int gc = b.alloc(200);  // event 5
+  // Autograd names every value on one tensor: the unpack's outputs are the tuple's elements.
+  b.gradientOf(gh, {"t", "h2"});
+  b.gradientOf(gc, through_unpack ? std::vector<std::string>{"c", "c2"} : std::vector<std::string>{"c"});
   b.backward(2);
-  b.free(b.alloc(200));  // events 6, 7: tanh's gradient of c, added to gc in place
+  const int tanh_gradient = b.alloc(200);  // event 6: tanh's gradient of c, added to gc in place
+  b.gradientOf(tanh_gradient, through_unpack ? std::vector<std::string>{"c", "c2"} : std::vector<std::string>{"c"});
+  b.free(tanh_gradient);  // event 7
   b.free(gh);            // event 8
   b.free(t);             // event 9
   b.backward(1);
   const int ga = b.alloc(100);  // event 10
+  b.gradientOf(ga, {"a"});
   b.free(gc);                   // event 11
   b.free(c);                    // event 12
   b.backward(0);
@@ -675,7 +709,7 @@ Profile unpackedCellStateProfile(bool through_unpack) {
     if (v.producer_node == 3) {
       v.type = through_unpack ? "Tuple[Tensor, Tensor]" : "Tuple[Tensor]";
       v.entry = ValueEntry::Clone;
-      v.is_tensor = v.can_leave = v.requires_grad = false;
+      v.is_tensor = v.can_leave = v.requires_grad = v.needs_grad = false;
     }
   p.nodes[4].reads = p.nodes[3].reads;
   return p;
@@ -693,6 +727,21 @@ TEST(PlannerSimulator, AnOutputReadInsideThroughTheValueATupleUnpackMadeOfItHold
   constexpr int kNodeOneBackwardStep = 9;  // forward 0-5, loss 6, node 5's backward 7, node 2's 8
   EXPECT_EQ(r.peak_bytes, 2610);
   EXPECT_EQ(r.peak_step, kNodeOneBackwardStep);
+}
+
+// The memory rules tell whose gradient a tensor is only by what autograd
+// reported; a profile from before that was recorded is refused with the fix.
+TEST(PlannerSimulator, AProfileThatDoesNotSayWhoseGradientEachTensorIsIsRefusedWithTheFix) {
+  Profile profile = twoUsesProfile(true);
+  EXPECT_NO_THROW(Simulator{profile});
+  profile.tensors[3].gradient_of.reset();
+  try {
+    Simulator simulator(profile);
+    ADD_FAILURE() << "planned a profile that does not say whose gradient tensor 3 is";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+    EXPECT_NE(std::string(e.what()).find("run acprof profile again"), std::string::npos) << e.what();
+  }
 }
 
 TEST(PlannerSimulator, SegmentProblemsNameTheReason) {

@@ -53,6 +53,7 @@ inline Profile residualNetworkProfile(int blocks, uint32_t seed, bool record_sav
   struct Made {
     int node;
     int tensor;
+    std::string value;
     std::vector<int> inputs;  // tensors of earlier nodes it reads
   };
   std::vector<Made> made;
@@ -67,7 +68,7 @@ inline Profile residualNetworkProfile(int blocks, uint32_t seed, bool record_sav
     if (workspace) b.free(b.alloc(bytes * 2));
     const int tensor = b.alloc(bytes);
     for (int t : inputs) b.readBy(t, node);
-    made.push_back({node, tensor, inputs});
+    made.push_back({node, tensor, value, inputs});
     return std::make_pair(tensor, value);
   };
   for (int block = 0; block < blocks; ++block) {
@@ -85,12 +86,18 @@ inline Profile residualNetworkProfile(int blocks, uint32_t seed, bool record_sav
   b.setCategory(block_input, Category::Output);
   b.addStatic(weight_bytes, Category::Weight);
   b.loss();
+  std::vector<std::string> value_of(b.tensorCount());
+  for (const Made& m : made) value_of[m.tensor] = m.value;
   std::vector<int> gradient_of(b.tensorCount(), -1);
-  gradient_of[block_input] = b.alloc(b.bytesOf(block_input));  // d loss / d output
+  const auto make_gradient = [&](int t) {
+    gradient_of[t] = b.alloc(b.bytesOf(t));
+    b.gradientOf(gradient_of[t], {value_of[t]});
+  };
+  make_gradient(block_input);  // d loss / d output
   for (auto it = made.rbegin(); it != made.rend(); ++it) {
     b.backward(it->node);
     for (int t : it->inputs)
-      if (t != input && gradient_of[t] < 0) gradient_of[t] = b.alloc(b.bytesOf(t));
+      if (t != input && gradient_of[t] < 0) make_gradient(t);
     if (gradient_of[it->tensor] >= 0) b.free(gradient_of[it->tensor]);
     if (record_saves) b.releaseSave(it->tensor, it->node);
     b.free(it->tensor);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +101,9 @@ class ProfileBuilder {
   // A graph input that needs grad (a parameter read through its own value, as a trace reads each use).
   void requiresGrad(const std::string& value) { requires_grad_.insert(value); }
   void uncuttable(int node) { barriers_.push_back(node); }
+  // Autograd's account of whose gradient a storage holds (TensorRecord::gradient_of):
+  // the graph values named. Every other storage is recorded as no value's gradient.
+  void gradientOf(int tensor, std::vector<std::string> values) { gradient_of_[tensor] = std::move(values); }
   void model(const std::string& path, const std::string& sha256) {
     profile_.meta.model_path = path;
     profile_.meta.model_sha256 = sha256;
@@ -111,6 +115,9 @@ class ProfileBuilder {
     addGraphFacts();
     for (size_t i = 0; i < profile_.tensors.size(); ++i) {
       TensorRecord& t = profile_.tensors[i];
+      t.gradient_of.emplace();
+      if (auto named = gradient_of_.find(t.id); named != gradient_of_.end())
+        for (const std::string& value : named->second) t.gradient_of->push_back(valueNamed(value));
       if (t.free_event < 0) {
         t.free_event = event_;
         t.free_step = -1;
@@ -172,7 +179,7 @@ class ProfileBuilder {
       v.is_tensor = v.can_leave = true;
       const std::string kind = producer >= 0 ? profile_.nodes[producer].kind : "";
       v.entry = kind == "prim::Constant" ? ValueEntry::Clone : ValueEntry::Input;
-      v.requires_grad = producer >= 0 && kind != "prim::Constant" && kind != "prim::GetAttr";
+      v.requires_grad = v.needs_grad = producer >= 0 && kind != "prim::Constant" && kind != "prim::GetAttr";
       profile_.values.push_back(v);
       return ids[name] = v.id;
     };
@@ -192,11 +199,19 @@ class ProfileBuilder {
     }
     for (const auto& [node, name] : writes_) profile_.nodes[node].writes.push_back(ids.at(name));
     for (const auto& [name, bytes] : value_bytes_) profile_.values[ids.at(name)].bytes = bytes;
-    for (const std::string& name : requires_grad_) profile_.values[ids.at(name)].requires_grad = true;
+    for (const std::string& name : requires_grad_)
+      profile_.values[ids.at(name)].requires_grad = profile_.values[ids.at(name)].needs_grad = true;
     for (const GraphValue& v : profile_.values)
       if (v.producer_node >= 0 && !read.count(v.name)) profile_.graph_outputs.push_back(v.id);
   }
 
+  int valueNamed(const std::string& name) const {
+    for (const GraphValue& v : profile_.values)
+      if (v.name == name) return v.id;
+    throw std::invalid_argument("ProfileBuilder: no graph value named " + name);
+  }
+
+  std::map<int, std::vector<std::string>> gradient_of_;
   std::vector<std::pair<int, std::string>> writes_;
   std::map<std::string, int64_t> value_bytes_;
   std::set<std::string> requires_grad_;

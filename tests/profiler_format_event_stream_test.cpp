@@ -184,6 +184,31 @@ TEST_F(TwoNodeStream, WithoutGradientReportsTheProfileDoesNotSayWhoseGradientASt
   for (const TensorRecord& t : profile.tensors) EXPECT_FALSE(t.gradient_of.has_value()) << t.id;
 }
 
+// The graph can only say a value may need grad; the run saw whether it did,
+// right after its node ran. A value on a storage a later node may write in
+// place could come to need grad after that: the graph's answer stands.
+TEST_F(TwoNodeStream, WhetherAValueNeededGradIsWhatTheRunSawUnlessALaterNodeMayWriteIt) {
+  for (GraphValue& value : profile.values) value.requires_grad = value.is_tensor && value.producer_node >= 0;
+  iteration.record.observed[0].requires_grad = false;  // h, as from a linear of inputs that need no grad
+  iteration.record.observed[1].requires_grad = true;   // y
+  const Profile graph_only = profile;
+  deriveProfile(profile, iteration);
+  EXPECT_FALSE(profile.values[2].needs_grad);
+  EXPECT_TRUE(profile.values[2].requires_grad);  // the graph's answer stays beside it
+  EXPECT_TRUE(profile.values[3].needs_grad);
+  EXPECT_FALSE(profile.values[1].needs_grad);  // x: a forward argument, not observed: the graph's answer
+
+  Profile written_later = graph_only;
+  written_later.nodes[1].writes = {2};  // relu_ on h, after h was seen
+  deriveProfile(written_later, iteration);
+  EXPECT_TRUE(written_later.values[2].needs_grad);
+
+  Profile written_by_maker = graph_only;
+  written_by_maker.nodes[0].writes = {2};  // h written by the node that made it, before it was seen
+  deriveProfile(written_by_maker, iteration);
+  EXPECT_FALSE(written_by_maker.values[2].needs_grad);
+}
+
 TEST_F(TwoNodeStream, BackwardStepsBelongToTheNodeThatCreatedTheirAutogradNode) {
   deriveProfile(profile, iteration);
   EXPECT_EQ(profile.nodes[0].forward_step, 0);

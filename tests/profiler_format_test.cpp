@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -131,6 +133,7 @@ Profile profileWithEveryFieldSet() {
   GraphValue& v = p.values[1];
   v.entry = ValueEntry::Clone;
   v.requires_grad = true;
+  v.needs_grad = true;
   v.type = "List[Tensor]";
   TensorRecord& t = p.tensors[1];
   t.shape = {2, 5};
@@ -216,6 +219,7 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
   EXPECT_NE(p.values[1].can_leave, plain_value.can_leave);
   EXPECT_NE(p.values[1].is_tensor, plain_value.is_tensor);
   EXPECT_NE(p.values[1].requires_grad, plain_value.requires_grad);
+  EXPECT_NE(p.values[1].needs_grad, plain_value.needs_grad);
   EXPECT_NE(p.values[1].bytes, plain_value.bytes);
   const TensorRecord& t = p.tensors[1];
   EXPECT_NE(t.id, plain_tensor.id);
@@ -270,6 +274,7 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
     EXPECT_SAME(values[i].can_leave);
     EXPECT_SAME(values[i].is_tensor);
     EXPECT_SAME(values[i].requires_grad);
+    EXPECT_SAME(values[i].needs_grad);
     EXPECT_SAME(values[i].bytes);
   }
   ASSERT_EQ(back.tensors.size(), p.tensors.size());
@@ -366,6 +371,21 @@ TEST(ProfileFormat, ReservedPeakIsOptionalAndOlderFilesStillRead) {
             std::optional<int64_t>(4096));
   with_reserved.summary.reserved_peak_bytes = -1;
   EXPECT_THROW(profileFromJson(profileToJson(with_reserved), "damaged.json"), FormatError);
+}
+
+// What the run observed of a value's need for grad is optional: a profile
+// written before it was recorded reads the graph's answer in its place.
+TEST(ProfileFormat, NeedsGradIsOptionalAndOlderFilesReadTheGraphsAnswer) {
+  Profile p = handMadeProfile();
+  p.values[1].requires_grad = true;
+  p.values[1].needs_grad = false;
+  EXPECT_FALSE(profileFromJson(profileToJson(p), "new.json").values[1].needs_grad);
+
+  nlohmann::json older = nlohmann::json::parse(profileToJson(p));
+  for (nlohmann::json& value : older["values"]) value.erase("needs_grad");
+  const Profile back = profileFromJson(older.dump(), "old.json");
+  for (size_t i = 0; i < back.values.size(); ++i) EXPECT_EQ(back.values[i].needs_grad, back.values[i].requires_grad);
+  EXPECT_TRUE(back.values[1].needs_grad);
 }
 
 // Saved-tensor facts are optional: a profile written before they were

@@ -91,15 +91,23 @@ bool anyBackwardAllocation(const ProfileIndex& index, int node, Visit visit) {
   return false;
 }
 
+// Whether tensor r holds a gradient of graph value v, as autograd's hooks
+// reported it (TensorRecord::gradient_of; the Simulator accepts only profiles
+// that record it). Sizes cannot tell: an LSTM cell's input x[:, t], 16 x 32
+// floats, and its bias, 512, are both 2048 B, and so are its h and c.
+bool isGradientOf(const TensorRecord& r, int v) {
+  return r.gradient_of && std::find(r.gradient_of->begin(), r.gradient_of->end(), v) != r.gradient_of->end();
+}
+
 // Whether a use's backward hands on a view of the gradient it received (a
 // concatenation's slices) or that gradient itself, rather than a gradient of
-// its own for a tensor of `bytes`: it makes no tensor of that size that it
-// also frees within its own steps. A gradient of its own that the original
-// added to a running sum, out of place or in place, is made and freed there.
-bool handsOnView(const ProfileIndex& index, int node, int64_t bytes) {
+// its own for `value`: it makes no gradient of the value that it also frees
+// within its own steps. A gradient of its own that the original added to a
+// running sum, out of place or in place, is made and freed there.
+bool handsOnView(const ProfileIndex& index, int node, int value) {
   const int last = index.last_backward_step[node];
   return !anyBackwardAllocation(index, node, [&](const TensorRecord& r) {
-    return r.bytes == bytes && r.free_step >= 0 && r.free_step <= last;
+    return isGradientOf(r, value) && r.free_step >= 0 && r.free_step <= last;
   });
 }
 
@@ -128,59 +136,28 @@ int weightReadAs(const ProfileIndex& index, int node, const GraphValue& value) {
   return weight;
 }
 
-// Whether a tensor that node's backward made is the gradient it handed to
-// another of its inputs rather than a sum for `value`: the backward that let
-// it go is that of the node which made another value node reads, and it
-// neither reads nor made `value` (nor reads the weight `value` lives on),
-// where a new sum of `value` would be let go (added to again, or consumed).
-// Sizes alone cannot tell them apart: an LSTM cell's input x[:, t], 16 x 32
-// floats, and its bias, 512, are both 2048 B.
-bool handedToAnotherInput(const ProfileIndex& index, int node, int value, const TensorRecord& r) {
-  if (r.free_step < 0 || r.free_step >= index.step_count) return false;
-  const int holder = index.profile.steps[r.free_step].node;
-  if (holder < 0 || holder >= index.node_count) return false;
-  const GraphValue& summed = index.profile.values[value];
-  if (summed.producer_node == holder) return false;
-  const int* readers_end = index.readers_of_value.end(value);
-  if (std::binary_search(index.readers_of_value.begin(value), readers_end, holder)) return false;
-  const int weight = weightReadAs(index, node, summed);
-  if (weight >= 0) {
-    const std::vector<int>& users = index.profile.tensors[weight].users;
-    if (std::find(users.begin(), users.end(), holder) != users.end()) return false;
-  }
-  for (int other : index.profile.nodes[node].reads)
-    if (other != value && other >= 0 && other < static_cast<int>(index.profile.values.size()) &&
-        index.profile.values[other].producer_node == holder)
-      return true;
-  return false;
-}
-
 // Whether the original added node's gradient of `value` (or of the weight it
-// lives on) to a running sum in place: no tensor of the value's size made by
-// its backward outlives it (a sum into a new tensor would), other than the
-// gradients it handed to its other inputs.
+// lives on) to a running sum in place: no gradient of the value made by its
+// backward outlives it (a sum into a new tensor would).
 bool summedInPlace(const ProfileIndex& index, int node, int value) {
   const int last = index.last_backward_step[node];
-  const int64_t bytes = index.profile.values[value].bytes;
   return !anyBackwardAllocation(index, node, [&](const TensorRecord& r) {
-    return r.bytes == bytes && (r.free_step < 0 || r.free_step > last) && !handedToAnotherInput(index, node, value, r);
+    return isGradientOf(r, value) && (r.free_step < 0 || r.free_step > last);
   });
 }
 
 // A use that hands on a view is captured as it is by the checkpoint, which
 // makes no sum until it returns; where the original made a new sum of
-// `bytes` at that use (a tensor of that size its backward made that outlives
-// it), one such sum begins at the return instead (memory_rules.h). Sizes
-// alike are interchangeable; each use takes one not yet taken.
+// `value` at that use (a gradient of it that its backward made and that
+// outlives it), one such sum begins at the return instead (memory_rules.h).
+// Sums of one value are interchangeable; each use takes one not yet taken.
 void sumMadeAtReturn(const ProfileIndex& index, int node, int value, SegmentTiming& timing) {
   const int last = index.last_backward_step[node];
-  const int64_t bytes = index.profile.values[value].bytes;
   std::vector<int>& moved = timing.sums_made_at_return;
   for (const int* t = index.backward_allocations_by_node.begin(node); t != index.backward_allocations_by_node.end(node);
        ++t) {
     const TensorRecord& r = index.profile.tensors[*t];
-    if (r.bytes != bytes || (r.free_step >= 0 && r.free_step <= last) || handedToAnotherInput(index, node, value, r))
-      continue;
+    if (!isGradientOf(r, value) || (r.free_step >= 0 && r.free_step <= last)) continue;
     if (std::find(moved.begin(), moved.end(), *t) != moved.end()) continue;
     moved.push_back(*t);
     return;
@@ -188,16 +165,16 @@ void sumMadeAtReturn(const ProfileIndex& index, int node, int value, SegmentTimi
 }
 
 // The backward step of node at whose end the original had let its gradient
-// of `bytes` go (added to a running sum in place): the step that freed a
-// tensor of that size its backward made, or else its last. A linear's
+// of `value` go (added to a running sum in place): the step that freed a
+// gradient of the value its backward made, or else its last. A linear's
 // backward is two steps, AddmmBackward0 and TBackward0: the bias's gradient
 // goes in the first, the weight's (through the transpose) in the second, and
 // the checkpoint holds the bias's through the second as well.
-int gradientLetGoStep(const ProfileIndex& index, int node, int64_t bytes) {
+int gradientLetGoStep(const ProfileIndex& index, int node, int value) {
   const int first = index.first_backward_step[node], last = index.last_backward_step[node];
   int step = last;
   anyBackwardAllocation(index, node, [&](const TensorRecord& r) {
-    if (r.bytes == bytes && r.free_step >= first && r.free_step < step) step = r.free_step;
+    if (isGradientOf(r, value) && r.free_step >= first && r.free_step < step) step = r.free_step;
     return false;
   });
   return step;
@@ -233,7 +210,7 @@ void heldWeightGradients(const ProfileIndex& index, const SegmentTiming& timing,
     if (user >= timing.range.first_node && user <= timing.range.last_node) first_in_segment = false;
   }
   if (!sum_begun || (first_in_segment && !summedInPlace(index, node, value.id))) return;
-  holdGradientToReturn(index, timing, value.bytes, gradientLetGoStep(index, node, value.bytes), held);
+  holdGradientToReturn(index, timing, value.bytes, gradientLetGoStep(index, node, value.id), held);
 }
 
 // Fills timing.held_use_gradients and timing.view_holding_nodes
@@ -249,7 +226,7 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
   std::vector<std::pair<int, int>> use_steps;
   for (int v : boundary.inputs) {
     const GraphValue& value = p.values[v];
-    if (!value.is_tensor || !value.requires_grad || value.entry != ValueEntry::Input || value.bytes <= 0) continue;
+    if (!value.is_tensor || !value.needs_grad || value.entry != ValueEntry::Input || value.bytes <= 0) continue;
     if (std::find(boundary.replayed_inputs.begin(), boundary.replayed_inputs.end(), v) != boundary.replayed_inputs.end())
       continue;  // one snapshot input, not one per use
     use_steps.clear();
@@ -266,7 +243,7 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
     // the checkpoint keeps the view, and so the whole gradient, until it returns.
     const bool sum_waiting = sumWaits(index, timing, index.readers_of_value.begin(v), readers_end);
     if (sum_waiting && weightReadAs(index, first, value) < 0) {
-      if (handsOnView(index, first, value.bytes)) {
+      if (handsOnView(index, first, v)) {
         timing.view_holding_nodes.push_back(first);
         if (!summedInPlace(index, first, v)) sumMadeAtReturn(index, first, v, timing);
       } else if (summedInPlace(index, first, v)) {
@@ -276,7 +253,7 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
         // returns, as it does a shared weight's (heldWeightGradients). Out of
         // place, the waiting sum it freed is a gradient the segment received,
         // already held, and the new sum stands for the held gradient.
-        holdGradientToReturn(index, timing, value.bytes, gradientLetGoStep(index, first, value.bytes), held);
+        holdGradientToReturn(index, timing, value.bytes, gradientLetGoStep(index, first, v), held);
       }
     }
     for (size_t u = 1; u < use_steps.size(); ++u) {
@@ -285,12 +262,12 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
       // cat's slice): that whole gradient is then what the checkpoint holds
       // (tensorIntervals), not a copy, and the sum the original made there
       // is made at the return.
-      if (handsOnView(index, node, value.bytes)) {
+      if (handsOnView(index, node, v)) {
         timing.view_holding_nodes.push_back(node);
         if (!summedInPlace(index, node, v)) sumMadeAtReturn(index, node, v, timing);
         continue;
       }
-      holdGradientToReturn(index, timing, value.bytes, gradientLetGoStep(index, node, value.bytes), held);
+      holdGradientToReturn(index, timing, value.bytes, gradientLetGoStep(index, node, v), held);
     }
   }
 }
@@ -322,10 +299,9 @@ void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& bo
   const Profile& p = index.profile;
   const int segment_return = blockLeaf(timing.end_event);
   std::vector<int> same_tensor;  // the output's value and every other value on its tensor
-  std::vector<int> other_tensor;  // the same for another output
   for (int v : boundary.outputs) {
     const GraphValue& value = p.values[v];
-    if (!value.is_tensor || !value.requires_grad || value.bytes <= 0) continue;
+    if (!value.is_tensor || !value.needs_grad || value.bytes <= 0) continue;
     const int root = index.same_tensor_as[v];
     same_tensor.assign(1, root);
     same_tensor.insert(same_tensor.end(), index.aliases_of_value.begin(root), index.aliases_of_value.end(root));
@@ -347,38 +323,18 @@ void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& bo
     }
     if (inside_step < 0 || !summedInPlace(index, inside_node, inside_value)) continue;
     // The buffer, if a node of the segment freed it after the inside use: the
-    // latest such gradient of the output's size that was waiting before the
-    // segment's backward began, unless the node that made it is a reader after
-    // the segment of another of its outputs and not of this one: that is the
-    // other output's gradient (a traced LSTMCell's h and c are both 16 x 128
-    // floats; h's buffer dies at the mul that made h, c's later, at the muls
-    // that read the c the cell received).
-    const auto reads_tensor = [&](int node, const std::vector<int>& values) {
-      return std::any_of(values.begin(), values.end(), [&](int alias) {
-        return std::binary_search(index.readers_of_value.begin(alias), index.readers_of_value.end(alias), node);
-      });
-    };
-    const auto another_outputs_gradient = [&](const TensorRecord& r) {
-      const int maker = r.alloc_step >= 0 && r.alloc_step < index.step_count ? p.steps[r.alloc_step].node : -1;
-      if (maker < 0 || maker >= index.node_count || (maker >= timing.range.first_node && maker <= timing.range.last_node) ||
-          reads_tensor(maker, same_tensor))
-        return false;
-      for (int w : boundary.outputs) {
-        const int other = index.same_tensor_as[w];
-        if (other == root || !p.values[w].is_tensor) continue;
-        other_tensor.assign(1, other);
-        other_tensor.insert(other_tensor.end(), index.aliases_of_value.begin(other), index.aliases_of_value.end(other));
-        if (reads_tensor(maker, other_tensor)) return true;
-      }
-      return false;
-    };
+    // latest gradient of the output (through any value on its tensor) that
+    // was waiting before the segment's backward began. A traced LSTMCell's h
+    // and c are both 16 x 128 floats: h's buffer dies at the mul that made h,
+    // c's later, at the muls that read the c the cell received.
     int buffer_end = -1;
     for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
       for (const int* t = index.gradients_received_by_node.begin(n); t != index.gradients_received_by_node.end(n);
            ++t) {
         const TensorRecord& r = p.tensors[*t];
-        if (r.bytes != value.bytes || r.alloc_step >= timing.first_backward_step || r.free_step <= inside_step ||
-            another_outputs_gradient(r))
+        const bool of_this_output =
+            std::any_of(same_tensor.begin(), same_tensor.end(), [&](int alias) { return isGradientOf(r, alias); });
+        if (!of_this_output || r.alloc_step >= timing.first_backward_step || r.free_step <= inside_step)
           continue;
         buffer_end = std::max(buffer_end, eventLeaf(r.free_event));
       }
@@ -408,7 +364,7 @@ void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, S
   std::vector<Use> uses;
   for (int v : boundary.inputs) {
     const GraphValue& value = p.values[v];
-    if (!value.is_tensor || !value.requires_grad || value.entry != ValueEntry::Input || value.bytes <= 0) continue;
+    if (!value.is_tensor || !value.needs_grad || value.entry != ValueEntry::Input || value.bytes <= 0) continue;
     const int* readers_end = index.readers_of_value.end(v);
     for (const int* n = std::lower_bound(index.readers_of_value.begin(v), readers_end, timing.range.first_node);
          n != readers_end && *n <= timing.range.last_node; ++n) {

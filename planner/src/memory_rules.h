@@ -35,7 +35,7 @@
 // A tensor read inside S but made outside (not static) lives at least until End:
 // the checkpoint holds its inputs until its backward returns. Reads through
 // lists count: the tensors of a list that S reads are inputs too.
-// Each use inside S of an outside tensor that may need grad enters through a
+// Each use inside S of an outside tensor that needed grad (GraphValue::needs_grad) enters through a
 // checkpoint input of its own (graph_surgery.cpp, for bit-exact sums), so the
 // checkpoint's backward holds one gradient per use until End, where the
 // original added each to the tensor's running sum as it was made. The first
@@ -47,13 +47,12 @@
 // the new sum stands for the held one). Each held gradient is held from the
 // end of the backward step in which the original let it go (a linear's bias
 // gradient in AddmmBackward0, a step before its weight's) to End. Whether the
-// original summed in place is read from sizes: a tensor of the gradient's size
-// that the use's backward made and that outlives it is a new sum, unless the
-// backward that let it go is that of the maker of another of the use's inputs
-// (a linear's input x[:, t], 16 x 32 floats, and its bias, 512, are both
-// 2048 B). A use whose
-// backward makes no tensor of the tensor's size that it also frees in its own
-// step hands on a view of the gradient it received (a cat's slice), which the
+// original summed in place is read from whose gradient each tensor is, as
+// autograd's hooks reported it (TensorRecord::gradient_of; sizes cannot tell:
+// a linear's input x[:, t], 16 x 32 floats, and its bias, 512, are both
+// 2048 B): a gradient of the tensor that the use's backward made and that
+// outlives it is a new sum. A use whose backward makes no gradient of the
+// tensor that it also frees in its own step hands on a view of the gradient it received (a cat's slice), which the
 // checkpoint keeps as it is: that whole gradient is held instead, for a later
 // use and for a first use while a sum begun outside waits for the tensor, and
 // the new sum the original made there (out of place) begins at End, where the

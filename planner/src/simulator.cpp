@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "acprof/error.h"
 #include "memory_rules.h"
 #include "profile_index.h"
 
@@ -101,10 +102,23 @@ LeafTimeline replay(const ProfileIndex& index, const DecisionLayout& layout) {
   return out;
 }
 
+// The memory rules tell whose gradient a tensor is by what autograd's hooks
+// reported (TensorRecord::gradient_of); sizes cannot tell. A profile written
+// before acprof recorded it cannot be planned truthfully.
+const Profile& withGradientIdentity(const Profile& profile) {
+  const bool recorded = std::all_of(profile.tensors.begin(), profile.tensors.end(),
+                                    [](const TensorRecord& t) { return t.gradient_of.has_value(); });
+  if (!recorded)
+    throw Error(ErrorKind::BadInput,
+                "the profile does not say whose gradient each tensor holds (tensors[].gradient_of), which planning "
+                "reads: it was written by an older acprof; run acprof profile again");
+  return profile;
+}
+
 }  // namespace
 
 Simulator::Simulator(const Profile& profile)
-    : index_(std::make_unique<ProfileIndex>(profile)), baseline_(simulate({})) {}
+    : index_(std::make_unique<ProfileIndex>(withGradientIdentity(profile))), baseline_(simulate({})) {}
 Simulator::~Simulator() = default;
 
 const Profile& Simulator::profile() const { return index_->profile; }

@@ -58,6 +58,8 @@ class ProfileIndex;  // lookups built once per profile (src/profile_index.h)
 
 class Simulator {
  public:
+  // Throws Error(BadInput) for a profile that does not record whose gradient
+  // each tensor holds (TensorRecord::gradient_of): the memory rules read it.
   explicit Simulator(const Profile& profile);
   ~Simulator();
   Simulator(const Simulator&) = delete;

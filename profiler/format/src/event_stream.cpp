@@ -198,19 +198,39 @@ class TensorBook {
   std::unordered_map<std::string, ObservedValue> observed_value_;
 };
 
+// The last node that may write each storage in place (cut facts' writes).
+std::unordered_map<int, int> lastWriterOfTensor(const Profile& profile, const TensorBook& book) {
+  std::unordered_map<int, int> last_writer;
+  for (const ForwardNode& node : profile.nodes)
+    for (int v : node.writes) {
+      if (v < 0 || v >= static_cast<int>(profile.values.size())) continue;
+      for (int t : book.tensorsOfValue(profile.values[v].name)) last_writer[t] = std::max(last_writer[t], node.id);
+    }
+  return last_writer;
+}
+
 // The graph's cut facts (profile.nodes and profile.values already hold them)
-// completed with what the run observed: how many bytes a copy of each value takes.
+// completed with what the run observed: how many bytes a copy of each value
+// takes, and whether it needed grad. The graph can only say a value may need
+// grad (an op's output does unless proven otherwise); the run saw it right
+// after its node ran. A value on a storage that a later node may write in
+// place may come to need grad after that (x.copy_(y) where y needs grad):
+// the graph's answer stands for it.
 void fillObservedValueFacts(Profile& profile, const TensorBook& book, const std::vector<int64_t>& input_bytes) {
+  const std::unordered_map<int, int> last_writer = lastWriterOfTensor(profile, book);
   for (GraphValue& value : profile.values) {
+    value.needs_grad = value.requires_grad;
     if (value.producer_node < 0) {
       const int input_index = value.id - 1;  // value 0 is the module itself
       if (input_index >= 0 && input_index < static_cast<int>(input_bytes.size()))
         value.bytes = input_bytes[input_index];
       continue;
     }
-    if (const ObservedValue* seen = book.observedValue(value.name)) {
-      value.bytes = seen->bytes;
-    }
+    const ObservedValue* seen = book.observedValue(value.name);
+    if (!seen) continue;
+    value.bytes = seen->bytes;
+    const auto writer = last_writer.find(book.tensorOfValue(value.name));
+    if (writer == last_writer.end() || writer->second <= value.producer_node) value.needs_grad = seen->requires_grad;
   }
 }
 

@@ -140,6 +140,7 @@ json valueToJson(const GraphValue& v) {
               {"can_leave", v.can_leave},
               {"is_tensor", v.is_tensor},
               {"requires_grad", v.requires_grad},
+              {"needs_grad", v.needs_grad},
               {"bytes", v.bytes}};
 }
 
@@ -153,6 +154,8 @@ GraphValue valueFromJson(const json& j, const std::string& where) {
   v.can_leave = field<bool>(j, "can_leave", where);
   v.is_tensor = field<bool>(j, "is_tensor", where);
   v.requires_grad = field<bool>(j, "requires_grad", where);
+  // Absent in profiles written before the run observed it: the graph's answer stands.
+  v.needs_grad = json_fields::optionalField<bool>(j, "needs_grad", {where, kProfileFix}).value_or(v.requires_grad);
   v.bytes = field<int64_t>(j, "bytes", where);
   return v;
 }

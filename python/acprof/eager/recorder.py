@@ -248,7 +248,8 @@ def _write(graph, measured, save_ptrs, inputs, loss, target, seed, command, path
              for n in graph.nodes]
     values = [{"id": v.id, "name": v.name, "producer_node": v.producer_node, "type": v.type,
                "entry": v.entry, "can_leave": v.can_leave, "is_tensor": v.is_tensor,
-               "requires_grad": v.requires_grad, "bytes": v.bytes} for v in graph.values]
+               "requires_grad": v.requires_grad, "needs_grad": v.requires_grad, "bytes": v.bytes}
+              for v in graph.values]
     meta = {"model_path": f"eager:{type(graph.module).__module__}.{type(graph.module).__qualname__}",
             "model_sha256": "", "torch_version": torch.__version__.split("+")[0], "device": "cpu",
             "executor_optimize": False, "time_source": "cpu_wall", "command": command,

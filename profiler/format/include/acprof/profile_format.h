@@ -112,6 +112,8 @@ struct GraphValue {
   bool can_leave = false;             // can be a checkpoint output (tensor or scalar)
   bool is_tensor = false;
   bool requires_grad = false;         // may need grad (decided from the graph: cut_facts.h)
+  bool needs_grad = false;            // needed grad in the recorded run (observed where the run saw
+                                      // the value and nothing wrote it after; else requires_grad)
   int64_t bytes = 0;                  // observed numel * element size (what a copy allocates)
 };
 
