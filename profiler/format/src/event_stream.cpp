@@ -158,15 +158,15 @@ class TensorBook {
     open_saves_.erase(it);
   }
 
-  // The first hook call that reports a storage made during the iteration
-  // for an edge that leads to a value names whose gradient it is: the node
-  // that made it reports it as its output for the value it is for, every such
-  // output where it hands on views of one storage (a concatenation's backward,
-  // one slice per input); one it merely hands on later (a view of what it
-  // received) was named already by its maker. A report for an edge that leads
-  // to no value (an autograd node inside one graph node, a linear's transpose
-  // of its weight) names nothing, and a later call may. A sum the engine made
-  // is reported only as the input of the node that consumes it.
+  // Every hook call that reports a storage made during the iteration for an
+  // edge that leads to a value names it as that value's gradient: its maker
+  // (the node that made it, for the input it is for; every input where one
+  // call hands on views of one storage, a concatenation's backward), every
+  // node that hands it on unchanged (an add's backward passes the gradient it
+  // received to both its inputs, which the engine then sums into, in place),
+  // and the node that receives it (a sum the engine made is reported only
+  // there). A report for an edge that leads to no value (an autograd node
+  // inside one graph node, a linear's transpose of its weight) names nothing.
   void gradient(const GradientReport& report) {
     const auto live = live_.find(report.storage_ptr);
     if (live == live_.end()) return;
@@ -174,8 +174,6 @@ class TensorBook {
     if (t.alloc_event < 0 || !t.gradient_of) return;
     const auto values = target_values_.find(report.target);
     if (values == target_values_.end()) return;
-    const auto named = named_by_call_.try_emplace(t.id, report.hook_call).first;
-    if (named->second != report.hook_call) return;
     for (int value : values->second)
       if (std::find(t.gradient_of->begin(), t.gradient_of->end(), value) == t.gradient_of->end())
         t.gradient_of->push_back(value);
@@ -190,7 +188,6 @@ class TensorBook {
   const bool gradients_recorded_;
   std::unordered_map<std::string, int> value_id_;
   std::map<GradientTarget, std::vector<int>> target_values_;  // the values each autograd output is
-  std::unordered_map<int, uint64_t> named_by_call_;            // tensor -> the hook call that named it
   std::map<uint64_t, OpenSave> open_saves_;  // ordered: saves left open are listed in save order
   std::unordered_map<const void*, int> live_;
   std::unordered_map<int, const void*> ptr_at_end_;

@@ -1,6 +1,5 @@
 #include "gradient_hooks.h"
 
-#include <atomic>
 #include <unordered_set>
 
 #include <torch/csrc/autograd/function.h>
@@ -15,13 +14,10 @@ namespace {
 using torch::autograd::Node;
 using torch::autograd::variable_list;
 
-// Each hook call's reports share a number (GradientReport::hook_call).
-std::atomic<uint64_t> g_hook_calls{0};
-
-void report(const at::Tensor& gradient, const GradientTarget& target, uint64_t hook_call) {
+void report(const at::Tensor& gradient, const GradientTarget& target) {
   if (!gradient.defined() || !gradient.has_storage()) return;
   if (RecordingSession* session = RecordingSession::active())
-    session->onGradient(gradient.storage().data(), target, hook_call);
+    session->onGradient(gradient.storage().data(), target);
 }
 
 // Output i of the node goes along next_edges()[i].
@@ -30,11 +26,10 @@ class ReportOutputs : public torch::autograd::FunctionPostHook {
   explicit ReportOutputs(const Node& node) : node_(node) {}
   variable_list operator()(const variable_list& outputs, const variable_list& /*inputs*/) override {
     const auto& edges = node_.next_edges();
-    const uint64_t call = ++g_hook_calls;
     for (size_t i = 0; i < outputs.size() && i < edges.size(); ++i) {
       const Node* next = edges[i].function.get();
       if (next)
-        report(outputs[i], GradientTarget{next, next->sequence_nr(), static_cast<int>(edges[i].input_nr)}, call);
+        report(outputs[i], GradientTarget{next, next->sequence_nr(), static_cast<int>(edges[i].input_nr)});
     }
     return outputs;
   }
@@ -48,9 +43,8 @@ class ReportInputs : public torch::autograd::FunctionPreHook {
  public:
   explicit ReportInputs(const Node& node) : node_(node) {}
   variable_list operator()(const variable_list& inputs) override {
-    const uint64_t call = ++g_hook_calls;
     for (size_t k = 0; k < inputs.size(); ++k)
-      report(inputs[k], GradientTarget{&node_, node_.sequence_nr(), static_cast<int>(k)}, call);
+      report(inputs[k], GradientTarget{&node_, node_.sequence_nr(), static_cast<int>(k)});
     return inputs;
   }
 

@@ -207,11 +207,10 @@ void RecordingSession::onSavedTensor(uint64_t save_id, const void* storage_ptr) 
                                                     static_cast<int>(current_.events.size())});
 }
 
-void RecordingSession::onGradient(const void* storage_ptr, const GradientTarget& target, uint64_t hook_call) {
+void RecordingSession::onGradient(const void* storage_ptr, const GradientTarget& target) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!recording_) return;
-  current_.gradients.push_back(
-      GradientReport{storage_ptr, target, static_cast<int>(current_.events.size()), hook_call});
+  current_.gradients.push_back(GradientReport{storage_ptr, target, static_cast<int>(current_.events.size())});
 }
 
 void RecordingSession::reportGradientsOf(const at::Tensor& loss) {

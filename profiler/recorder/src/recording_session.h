@@ -52,7 +52,7 @@ class RecordingSession {
   void onBackwardFunctionStart(const char* name, int64_t sequence_nr);
   void onBackwardFunctionEnd(int step);
   void onSavedTensor(uint64_t save_id, const void* storage_ptr);  // storage_ptr null: released
-  void onGradient(const void* storage_ptr, const GradientTarget& target, uint64_t hook_call);
+  void onGradient(const void* storage_ptr, const GradientTarget& target);
   // Before this iteration's backward: report which value each gradient is
   // for (gradient_hooks.h); the profile's tensors then say gradient_of.
   void reportGradientsOf(const at::Tensor& loss);

@@ -61,7 +61,6 @@ class SaveEvent:
 class GradientReport:
     """profiler/format/include/acprof/event_stream.h GradientReport: a storage autograd handed on
     along the edge `target` (gradient_hooks.edge_key), or received as the gradient of it."""
-    hook_call: int
     storage_ptr: int
     target: str
     event_index: int
@@ -142,8 +141,8 @@ def record_from_profiler(profiler: torch.profiler.profile, device: str = "cpu") 
             record.saves.append(SaveEvent(save_id, released, current_step(), len(record.events)))
             return
         elif name.startswith(GRADIENT_MARKER):
-            call, ptr, target = name[len(GRADIENT_MARKER):].split("::", 2)
-            record.gradients.append(GradientReport(int(call), int(ptr), target, len(record.events)))
+            ptr, target = name[len(GRADIENT_MARKER):].split("::", 1)
+            record.gradients.append(GradientReport(int(ptr), target, len(record.events)))
             return
         for child in sorted(event.children, key=lambda e: e.start_time_ns):
             visit(child)

@@ -9,7 +9,6 @@ The marks go into the profiler's stream (event_stream.GRADIENT_MARKER) in the or
 happened, and profile_derivation.py names each storage's values from them.
 """
 
-import itertools
 from typing import Optional
 
 import torch
@@ -36,33 +35,30 @@ def edge_key(t: torch.Tensor) -> Optional[str]:
     return _node_key(t.grad_fn, t.output_nr)
 
 
-def _mark(call: int, gradient, target: str) -> None:
+def _mark(gradient, target: str) -> None:
     if isinstance(gradient, torch.Tensor) and gradient.layout == torch.strided:
         # The storage's address from the tensor's own: a Python storage object made here would
         # outlive the hook (PyObject preservation) and keep the engine from summing into it in place.
         storage_ptr = gradient.data_ptr() - gradient.storage_offset() * gradient.element_size()
-        with record_function(f"{event_stream.GRADIENT_MARKER}{call}::{storage_ptr}::{target}"):
+        with record_function(f"{event_stream.GRADIENT_MARKER}{storage_ptr}::{target}"):
             pass
 
 
 def report_gradients_of_backward(loss: torch.Tensor) -> None:
     """Adds the marking hooks to every autograd node reachable from loss.grad_fn."""
-    calls = itertools.count(1)
     pending = [loss.grad_fn] if loss.grad_fn is not None else []
     # Every node seen gets hooks that hold its wrapper, so id() names one node all along.
     seen = {id(n) for n in pending}
 
     def hooks_of(node):
         def received(grad_outputs):
-            call = next(calls)
             for k, gradient in enumerate(grad_outputs):
-                _mark(call, gradient, _node_key(node, k))
+                _mark(gradient, _node_key(node, k))
 
         def handed_on(grad_inputs, grad_outputs):
-            call = next(calls)
             for gradient, (next_node, number) in zip(grad_inputs, node.next_functions):
                 if next_node is not None:
-                    _mark(call, gradient, _node_key(next_node, number))
+                    _mark(gradient, _node_key(next_node, number))
 
         return received, handed_on
 

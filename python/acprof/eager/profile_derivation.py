@@ -86,7 +86,6 @@ def tensors_of_step(step: MeasuredStep, nodes: List[dict], save_ptrs: Dict[int, 
     value_tensor: Dict[str, int] = {}
     open_saves: Dict[int, tuple] = {}
     target_values: Dict[str, List[int]] = {}   # the values each autograd edge's gradient is
-    named_by_call: Dict[int, int] = {}          # tensor -> the hook call that named it
     observations = sorted(record.observations, key=lambda o: o.event_index)
     saves = record.saves
     gradients = record.gradients
@@ -126,13 +125,13 @@ def tensors_of_step(step: MeasuredStep, nodes: List[dict], save_ptrs: Dict[int, 
             tensors[opened[0]]["saved_by"].append({"node": opened[1], "release_step": event.step})
 
     def gradient(report) -> None:
-        # TensorBook::gradient in event_stream.cpp: the first hook call that reports a storage
-        # made in the step for an edge that leads to a value names it, with every such edge.
+        # TensorBook::gradient in event_stream.cpp: every hook call that reports a storage made
+        # in the step for an edge that leads to a value names it as that value's gradient.
         tid = live.get(report.storage_ptr)
         if tid is None or "gradient_of" not in tensors[tid] or tensors[tid]["alloc_event"] < 0:
             return
         named = target_values.get(report.target)
-        if named is None or named_by_call.setdefault(tid, report.hook_call) != report.hook_call:
+        if named is None:
             return
         of = tensors[tid]["gradient_of"]
         of.extend(v for v in named if v not in of)

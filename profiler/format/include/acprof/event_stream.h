@@ -78,7 +78,6 @@ struct GradientReport {
   const void* storage_ptr = nullptr;
   GradientTarget target;
   int event_index = 0;           // number of allocation events recorded before it
-  uint64_t hook_call = 0;        // reports of one hook call (one node's outputs, or inputs) share it
 };
 
 // Autograd saved a tensor for backward (storage_ptr set), or let one go (null).
