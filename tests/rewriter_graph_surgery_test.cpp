@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <tuple>
 
 #include <ATen/Context.h>
+#include <torch/library.h>
 #include <torch/script.h>
 
 #include "acprof/cut_facts.h"
@@ -18,6 +20,7 @@
 #include "acprof/forward_graph.h"
 #include "acprof/recorder.h"
 #include "acprof/rewriter.h"
+#include "acprof/unreproducible_step.h"
 #include "test_support.h"
 
 namespace acprof {
@@ -223,6 +226,7 @@ TEST(StepDifference, TheFirstValueThatDiffersIsNamedWithItsDifference) {
   const std::optional<StepDifference> bits = firstDifference(first, second, std::nullopt);
   ASSERT_TRUE(bits);
   EXPECT_EQ(bits->what, "the gradient of 'fc.bias'");
+  EXPECT_EQ(bits->parameter, "fc.bias");
   EXPECT_DOUBLE_EQ(bits->abs_diff, 0.25);
   // Within a tolerance of 0.3 the gradient agrees, and the buffer is next.
   const std::optional<StepDifference> tolerated = firstDifference(first, second, 0.3);
@@ -234,6 +238,7 @@ TEST(StepDifference, TheFirstValueThatDiffersIsNamedWithItsDifference) {
   const std::optional<StepDifference> only_buffer = firstDifference(first, second, 0.1);
   ASSERT_TRUE(only_buffer);
   EXPECT_EQ(only_buffer->what, "buffer 'bn.running_mean'");
+  EXPECT_EQ(only_buffer->parameter, "");
 }
 
 // A model whose loss is NaN on its inputs (random weights, too small an input)
@@ -583,6 +588,67 @@ TEST_F(RewriteModelFile, RefusesToVerifyWithoutTheProfile) {
   RewriteOptions unverified;
   unverified.verify = false;
   EXPECT_FALSE(rewriteModelFile(plan, unverified).verification.has_value());
+  EXPECT_TRUE(fs::exists(path("model.ckpt.pt")));
+}
+
+// An op whose result depends on how often it has run, x * (1 + calls / 1024): a
+// training step through it never agrees with the one before, as with a
+// nondeterministic kernel (torch 1.13's CPU gelu_backward on a non-contiguous
+// gradient). Composite, so autograd differentiates the multiply it calls.
+std::atomic<int64_t> drifting_scale_calls{0};
+at::Tensor driftingScale(const at::Tensor& x) {
+  return x * (1.0 + static_cast<double>(drifting_scale_calls++) / 1024.0);
+}
+TORCH_LIBRARY(acprof_test, m) { m.def("drifting_scale(Tensor x) -> Tensor", &driftingScale); }
+
+// An original that is not reproducible is refused as such: the error is the
+// model's (ModelFails, not a verification failure of acprof's), names the
+// first gradient that differs and the op whose backward makes it, and its
+// fix, the tolerance it carries, makes the same rewrite pass.
+TEST_F(RewriteModelFile, AnOriginalThatDoesNotAgreeWithItselfIsBlamedNotTheRewrite) {
+  at::manual_seed(0);
+  torch::jit::Module module("acprof_test.Drifting");
+  module.register_parameter("w1", (at::randn({16, 32}) * 0.2).requires_grad_(), false);
+  module.register_parameter("w2", (at::randn({32, 4}) * 0.2).requires_grad_(), false);
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.relu(torch.matmul(x, self.w1))
+    return torch.matmul(torch.ops.acprof_test.drifting_scale(h), self.w2)
+)JIT");
+  module.save(path("model.pt"));
+  Plan plan = planFor(path("model.pt"), {segmentBetween(module, nodeIdOf(module, "aten::matmul"),
+                                                        nodeIdOf(module, "aten::relu"))});
+  Profile profile;
+  profile.meta.model_path = path("model.pt");
+  profile.meta.run.input_specs = {"float32[8,16]"};
+  profile.meta.run.loss = "mean";
+  writeProfileFile(profile, path("profile.json"));
+  plan.profile_path = path("profile.json");
+
+  double accepting_tolerance = 0;
+  try {
+    rewriteModelFile(plan, RewriteOptions{});
+    FAIL() << "a rewrite of an original that differs from itself was verified";
+  } catch (const UnreproducibleStep& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::ModelFails);
+    EXPECT_NE(message.find("original model's own training step is not reproducible"), std::string::npos) << message;
+    EXPECT_NE(message.find("the gradient of 'w1' (made by the backward of aten::matmul)"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("not in acprof"), std::string::npos) << message;
+    EXPECT_NE(message.find("--tolerance"), std::string::npos) << message;
+    EXPECT_EQ(message.find("report"), std::string::npos) << message;
+    accepting_tolerance = e.accepting_tolerance;
+  }
+  EXPECT_GT(accepting_tolerance, 0);
+  EXPECT_FALSE(fs::exists(path("model.ckpt.pt")));
+
+  RewriteOptions tolerant;
+  tolerant.tolerance = accepting_tolerance;
+  const RewriteResult result = rewriteModelFile(plan, tolerant);
+  ASSERT_TRUE(result.verification.has_value());
+  EXPECT_TRUE(result.verification->passed());
+  EXPECT_FALSE(result.verification->bitwise_equal);
   EXPECT_TRUE(fs::exists(path("model.ckpt.pt")));
 }
 

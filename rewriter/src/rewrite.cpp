@@ -128,12 +128,14 @@ RewriteResult rewriteModelFile(const Plan& plan, const RewriteOptions& options) 
     result.verification = verifyRewrite(*result.verified_pair, options.tolerance);
     const VerificationResult& v = *result.verification;
     if (v.original_difference) {
+      const StepDifference& d = *v.original_difference;
+      const std::string made_by = d.made_by.empty() ? "" : fmt::format(" (made by the backward of {})", d.made_by);
       throw UnreproducibleStep(
           fmt::format("the original model's own training step is not reproducible: two steps of the original, "
-                      "on the same inputs and seed, differ in {} by {:.3g}, so no rewrite can be verified against "
+                      "on the same inputs and seed, differ in {}{} by {:.3g}, so no rewrite can be verified against "
                       "it; this is nondeterminism in PyTorch or the model, not in acprof",
-                      v.original_difference->what, v.original_difference->abs_diff),
-          std::max(v.maxAbsDiff(), v.original_difference->abs_diff));
+                      d.what, made_by, d.abs_diff),
+          std::max(v.maxAbsDiff(), d.abs_diff));
     }
     if (!v.passed()) {
       const std::string how = v.tolerance ? fmt::format("above the tolerance {:.3g}", *v.tolerance)

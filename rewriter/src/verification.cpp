@@ -7,7 +7,11 @@
 
 #include <ATen/Context.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/csrc/jit/runtime/graph_iterator.h>
 
+#include "acprof/cut_facts.h"
+#include "acprof/forward_graph.h"
 #include "acprof/model_file.h"
 #include "acprof/run_modes.h"
 #include "acprof/rewriter.h"
@@ -112,6 +116,30 @@ std::string nondeterministicAlert(const std::exception& e) {
   return text.substr(begin, text.find('\n', at) - begin);
 }
 
+// The ops that read the parameter `name` in the inlined forward graph, "aten::linear in fc", up to
+// three, in graph order: its gradient is made by their backward. "" where no read is found.
+std::string readersOfParameter(const torch::jit::Module& module, const std::string& name) {
+  at::Tensor parameter;
+  for (const auto& slot : module.named_parameters(/*recurse=*/true))
+    if (slot.name == name) parameter = slot.value;
+  if (!parameter.defined()) return "";
+  std::shared_ptr<torch::jit::Graph> graph = inlinedForwardGraph(module);
+  std::vector<std::string> readers;
+  torch::jit::DepthFirstGraphNodeIterator nodes(graph);
+  for (torch::jit::Node* node = nodes.next(); node != nullptr; node = nodes.next()) {
+    if (node->kind() != c10::prim::GetAttr) continue;
+    const std::optional<AttributeRef> attribute = attributeRead(node->output(), module);
+    if (!attribute || !attribute->value().isTensor() || !attribute->value().toTensor().is_same(parameter)) continue;
+    for (const torch::jit::Use& use : node->output()->uses()) {
+      const std::string scope = moduleScope(use.user);
+      const std::string reader = std::string(use.user->kind().toQualString()) + (scope.empty() ? "" : " in " + scope);
+      if (std::find(readers.begin(), readers.end(), reader) == readers.end()) readers.push_back(reader);
+    }
+  }
+  if (readers.size() > 3) readers.resize(3);
+  return fmt::format("{}", fmt::join(readers, ", "));
+}
+
 }  // namespace
 
 std::optional<StepDifference> firstDifference(const StepOutcome& first, const StepOutcome& second,
@@ -119,18 +147,19 @@ std::optional<StepDifference> firstDifference(const StepOutcome& first, const St
   const auto differ = [&](const at::Tensor& a, const at::Tensor& b) {
     return tolerance ? maxAbsDiff(a, b) > *tolerance : !bitwiseEqual(a, b);
   };
-  if (differ(first.loss, second.loss)) return StepDifference{"the loss", maxAbsDiff(first.loss, second.loss)};
-  const auto named = [&](const NamedTensors& a, const NamedTensors& b,
-                         const char* what) -> std::optional<StepDifference> {
+  if (differ(first.loss, second.loss)) return StepDifference{"the loss", maxAbsDiff(first.loss, second.loss), "", ""};
+  const auto named = [&](const NamedTensors& a, const NamedTensors& b, bool gradients) -> std::optional<StepDifference> {
     for (const auto& [name, tensor] : a) {
       const auto match = std::find_if(b.begin(), b.end(), [&](const auto& entry) { return entry.first == name; });
       const at::Tensor other = match == b.end() ? at::Tensor() : match->second;
-      if (differ(tensor, other)) return StepDifference{fmt::format("{} '{}'", what, name), maxAbsDiff(tensor, other)};
+      if (!differ(tensor, other)) continue;
+      return StepDifference{fmt::format("{} '{}'", gradients ? "the gradient of" : "buffer", name),
+                            maxAbsDiff(tensor, other), gradients ? name : "", ""};
     }
     return std::nullopt;
   };
-  if (auto d = named(first.gradients, second.gradients, "the gradient of")) return d;
-  return named(first.buffers, second.buffers, "buffer");
+  if (auto d = named(first.gradients, second.gradients, /*gradients=*/true)) return d;
+  return named(first.buffers, second.buffers, /*gradients=*/false);
 }
 
 double VerificationResult::maxAbsDiff() const {
@@ -181,6 +210,8 @@ VerificationResult verifyRewrite(TrainingPair& pair, std::optional<double> toler
     torch::jit::Module original = loadModel(pair.original_path, config.run.device);
     const StepOutcome repeated = runTrainingStep(original, pair.inputs, pair.target, config);
     result.original_difference = firstDifference(expected, repeated, tolerance);
+    if (result.original_difference && !result.original_difference->parameter.empty())
+      result.original_difference->made_by = readersOfParameter(original, result.original_difference->parameter);
   }
   return result;
 }

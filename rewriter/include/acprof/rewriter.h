@@ -48,6 +48,11 @@ torch::jit::Module checkpointedModel(const std::string& model_path, const Plan& 
 struct StepDifference {
   std::string what;
   double abs_diff = 0;
+  // Where `what` is a parameter's gradient: the parameter's name, and the ops
+  // that read it in forward, whose backward makes that gradient ("aten::linear
+  // in fc"); empty where not found (verifyRewrite fills made_by).
+  std::string parameter;
+  std::string made_by;
 };
 // In the verification's terms: any bit, or more than the tolerance when one is given.
 std::optional<StepDifference> firstDifference(const StepOutcome& first, const StepOutcome& second,
