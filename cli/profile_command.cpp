@@ -8,14 +8,16 @@
 #include <fmt/format.h>
 
 #include "acprof/error.h"
+#include "acprof/files.h"
 #include "acprof/input_spec.h"
+#include "acprof/loss.h"
 #include "acprof/optimizer.h"
 #include "acprof/profile_format.h"
 #include "acprof/recorder.h"
 #include "commands.h"
 #include "cublas_workspace.h"
 #include "eager_front_end.h"
-#include "output_paths.h"
+#include "profile_views.h"
 #include "profile_summary.h"
 
 namespace acprof::cli {
@@ -103,7 +105,7 @@ void addProfileCommand(CLI::App& app) {
   cmd->add_option("--target", args->record.run.target_spec, "target spec for --loss cross_entropy, e.g. int64[32]:0..1000");
   cmd->add_option("--loss", args->record.run.loss, "loss of the output: auto (the model's scalar output, else mean), sum, "
                                         "mean, cross_entropy")
-      ->check(CLI::IsMember({"auto", "sum", "mean", "cross_entropy"}));
+      ->check(CLI::IsMember(acprof::requestableLossKinds()));
   cmd->add_option("--optimizer", args->record.run.optimizer,
                   "optimizer step after backward, LibTorch's torch::optim with PyTorch's defaults: sgd "
                   "(lr 0.01, momentum 0.9), adam (lr 1e-3), adamw (lr 1e-3, weight decay 1e-2)")

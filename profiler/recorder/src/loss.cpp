@@ -1,5 +1,7 @@
 #include "acprof/loss.h"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -56,6 +58,21 @@ at::Tensor crossEntropy(const at::Tensor& logits, const at::Tensor& target) {
 
 }  // namespace
 
+const std::vector<std::string>& requestableLossKinds() {
+  static const std::vector<std::string> kinds{"auto", "sum", "mean", "cross_entropy"};
+  return kinds;
+}
+
+bool isLossKind(const std::string& kind) {
+  const auto& kinds = requestableLossKinds();
+  return kind == "model" || std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
+}
+
+std::string explicitLossKindsText() {
+  const std::vector<std::string> kinds(requestableLossKinds().begin() + 1, requestableLossKinds().end());
+  return fmt::format("{} or {}", fmt::join(kinds.begin(), kinds.end() - 1, ", "), kinds.back());
+}
+
 std::string resolveLossKind(const c10::IValue& output, const std::string& requested) {
   if (requested != "auto") return requested;
   if (output.isTensor() && output.toTensor().dim() == 0) return "model";
@@ -67,7 +84,8 @@ at::Tensor computeLoss(const c10::IValue& output, const std::string& loss_kind, 
   if (tensors.empty()) throw RecordError("the model's output holds no tensor; return a tensor or the loss");
   if (loss_kind == "model") {
     if (tensors[0].numel() != 1)
-      throw RecordError("the model's output is not a scalar loss; pass --loss mean|sum|cross_entropy");
+      throw RecordError(
+          fmt::format("the model's output is not a scalar loss; pass --loss {}", explicitLossKindsText()));
     return tensors[0].reshape({});
   }
   if (loss_kind == "cross_entropy") {

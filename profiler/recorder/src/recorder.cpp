@@ -117,9 +117,8 @@ PreparedRun prepare(const RecordOptions& options, const torch::jit::Module& modu
   const std::string target_text = !options.run.target_spec.empty() ? options.run.target_spec : stored.target;
   if (!target_text.empty()) run.target_spec = parseInputSpec(target_text);
   run.loss_kind = options.run.loss != "auto" ? options.run.loss : (stored.loss.empty() ? "auto" : stored.loss);
-  static const std::set<std::string> kLosses = {"auto", "model", "sum", "mean", "cross_entropy"};
-  if (!kLosses.count(run.loss_kind))
-    throw RecordError(fmt::format("unknown loss '{}'; use sum, mean or cross_entropy", run.loss_kind));
+  if (!isLossKind(run.loss_kind))
+    throw RecordError(fmt::format("unknown loss '{}'; use {}", run.loss_kind, explicitLossKindsText()));
   if (run.loss_kind == "cross_entropy" && !run.target_spec)
     throw RecordError("--loss cross_entropy needs a target; pass --target, e.g. --target int64[32]:0..1000");
   // Only the cross-entropy loss reads a target: any other would train without it, unsaid.
