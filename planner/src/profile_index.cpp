@@ -59,9 +59,12 @@ ProfileIndex::ProfileIndex(const Profile& p)
   for (const ForwardNode& node : p.nodes)
     if (node.role == CutRole::Compute) compute_nodes.push_back(node.id);
 
-  step_first_event.reserve(step_count + 1);
-  for (const Step& s : p.steps) step_first_event.push_back(s.first_event);
-  step_first_event.push_back(event_count);
+  step_first_event.reserve(step_count);
+  step_end_event.reserve(step_count);
+  for (int s = 0; s < step_count; ++s) {
+    step_first_event.push_back(p.steps[s].first_event);
+    step_end_event.push_back(acprof::stepEndEvent(p, s));
+  }
 
   std::vector<std::vector<int>> produced(node_count), used(node_count), allocated(event_count), freed(event_count);
   last_user_node.assign(p.tensors.size(), -1);

@@ -29,9 +29,10 @@ class ProfileIndex {
   int node_count = 0;
   int step_count = 0;
 
-  // First event of each step, plus event_count for "after the last step".
+  // Each step's events are [step_first_event, stepEndEvent) (profile_format.h's).
   std::vector<int> step_first_event;
-  int stepEndEvent(int step) const { return step_first_event[step + 1]; }
+  std::vector<int> step_end_event;
+  int stepEndEvent(int step) const { return step_end_event[step]; }
 
   FlatLists tensors_produced_by_node;  // producer_node == node, by alloc event
   FlatLists tensors_used_by_node;      // node is in the tensor's users

@@ -44,11 +44,6 @@ SampledTimeline sampleTimeline(const Profile& profile, int max_samples) {
   return sampled;
 }
 
-int stepEndEvent(const Profile& profile, int step) {
-  return step + 1 < static_cast<int>(profile.steps.size()) ? profile.steps[step + 1].first_event
-                                                           : profile.event_count;
-}
-
 std::vector<PhaseSpan> phaseSpans(const Profile& profile) {
   std::vector<PhaseSpan> spans;
   if (!profile.steps.empty() && profile.steps.front().first_event > 0)

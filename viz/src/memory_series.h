@@ -42,9 +42,6 @@ struct SampledTimeline {
 };
 SampledTimeline sampleTimeline(const Profile& profile, int max_samples);
 
-// Event range [first, end) of one step.
-int stepEndEvent(const Profile& profile, int step);
-
 // Maps a profile's event positions onto wall time in milliseconds from the
 // iteration's start: each step spans its measured median time, its events
 // spread evenly over it, so a phase is as wide as it took. Steps without

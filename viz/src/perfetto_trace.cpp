@@ -44,7 +44,7 @@ struct TraceClock {
   double eventUs(int event) const {
     const int step = stepOfEvent(profile, event);
     if (step < 0) return 0;
-    const int first = profile.steps[step].first_event, end = viz::stepEndEvent(profile, step);
+    const int first = profile.steps[step].first_event, end = stepEndEvent(profile, step);
     const double fraction = end > first ? static_cast<double>(event - first) / (end - first) : 0;
     return step_start_us[step] + fraction * step_time_us[step];
   }

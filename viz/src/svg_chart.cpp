@@ -121,7 +121,7 @@ std::string renderTimelineSvg(const Profile& profile, const Plan* plan) {
     for (const viz::SegmentPlacement& p : viz::placeSegments(profile, *plan)) {
       if (p.first_forward_step < 0) continue;
       const double x0 = scale.x(profile.steps[p.first_forward_step].first_event);
-      const double x1 = std::max(scale.x(viz::stepEndEvent(profile, p.last_forward_step)), x0 + 1);
+      const double x1 = std::max(scale.x(stepEndEvent(profile, p.last_forward_step)), x0 + 1);
       svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffd700\" fill-opacity=\"0.3\" "
                          "stroke=\"#b8860b\"/>\n",
                          svgNumber(x0), svgNumber(kPlotTop), svgNumber(x1 - x0), svgNumber(kPlotBottom - kPlotTop));

@@ -287,7 +287,7 @@ void deriveProfile(Profile& profile, const MeasuredIteration& iteration) {
   profile.summary.allocator_peak_bytes = allocator_now;
   for (size_t s = 0; s < profile.steps.size(); ++s) {
     Step& step = profile.steps[s];
-    const int end = s + 1 < profile.steps.size() ? profile.steps[s + 1].first_event : profile.event_count;
+    const int end = stepEndEvent(profile, static_cast<int>(s));
     step.allocator_peak_bytes = allocator_now;
     for (int e = step.first_event; e < end; ++e) {
       allocator_now = record.events[e].allocator_total;

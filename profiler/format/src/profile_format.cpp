@@ -440,6 +440,11 @@ std::vector<int64_t> liveBytesPerEvent(const Profile& profile) {
   return live;
 }
 
+int stepEndEvent(const Profile& profile, int step) {
+  return step + 1 < static_cast<int>(profile.steps.size()) ? profile.steps[step + 1].first_event
+                                                           : profile.event_count;
+}
+
 int stepOfEvent(const Profile& profile, int event) {
   auto it = std::upper_bound(profile.steps.begin(), profile.steps.end(), event,
                              [](int e, const Step& s) { return e < s.first_event; });
@@ -455,7 +460,7 @@ void timelineFromTensors(Profile& profile) {
   int event = 0;
   for (size_t i = 0; i < profile.steps.size(); ++i) {
     Step& step = profile.steps[i];
-    const int end = i + 1 < profile.steps.size() ? profile.steps[i + 1].first_event : profile.event_count;
+    const int end = stepEndEvent(profile, static_cast<int>(i));
     int64_t step_peak = totalBytes(live[event]);
     for (; event < end; ++event) {
       const int64_t bytes = totalBytes(live[event + 1]);

@@ -55,6 +55,12 @@ class MeasuredStep:
     gradients_recorded: bool = False     # the step ran with gradient_hooks: tensors say gradient_of
 
 
+def step_end_event(steps: Sequence[dict], step: int, event_count: int) -> int:
+    """The end of a step's events (exclusive): the next step's first event, or event_count after
+    the last step (profile_format.h's stepEndEvent)."""
+    return steps[step + 1]["first_event"] if step + 1 < len(steps) else event_count
+
+
 def _new_tensor(tensors: List[dict], nbytes: int, alloc_event: int, device: str) -> dict:
     t = {"id": len(tensors), "bytes": nbytes, "shape": [], "dtype": "", "device": device,
          "category": "temporary", "name": "", "producer_node": -1, "alloc_event": alloc_event,
@@ -214,7 +220,7 @@ def derive_profile(meta: dict, nodes: List[dict], values: List[dict], graph_outp
     meta["allocator_bytes_at_start"] = at_start
     allocator_now = allocator_peak = at_start
     for s, st in enumerate(steps):
-        end = steps[s + 1]["first_event"] if s + 1 < len(steps) else event_count
+        end = step_end_event(steps, s, event_count)
         st["allocator_peak_bytes"] = allocator_now
         for e in range(st["first_event"], end):
             allocator_now = record.events[e].allocator_total
@@ -312,7 +318,7 @@ def timeline_from_tensors(profile: dict) -> None:
     peak, peak_breakdown, peak_step = sum(live[0]), live[0], 0 if steps else -1
     event = 0
     for i, step in enumerate(steps):
-        end = steps[i + 1]["first_event"] if i + 1 < len(steps) else profile["event_count"]
+        end = step_end_event(steps, i, profile["event_count"])
         step_peak = sum(live[event])
         while event < end:
             total = sum(live[event + 1])

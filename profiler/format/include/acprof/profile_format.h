@@ -280,6 +280,9 @@ int64_t unremovableBytes(const CategoryBytes& bytes);
 
 // The step that contains an event.
 int stepOfEvent(const Profile& profile, int event);
+// The end of a step's events (exclusive): the next step's first event, or the
+// profile's event_count after the last step.
+int stepEndEvent(const Profile& profile, int step);
 
 // JSON. Readers throw FormatError naming the file, the field and the fix.
 std::string profileToJson(const Profile& profile);
