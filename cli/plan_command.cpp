@@ -12,7 +12,6 @@
 #include "acprof/viz.h"
 #include "commands.h"
 #include "outcome.h"
-#include "output_paths.h"
 #include "profile_summary.h"
 
 namespace acprof::cli {
@@ -90,7 +89,7 @@ void runPlan(const PlanArgs& args) {
   if (args.sweep) std::cout << fmt::format("wrote {}\n", args.sweep_svg);
 }
 
-// "mu-two (default, greedy), refined (...), ..., none": the solver table as --solver's help.
+// "auto (default: ...), mu-two (...), ..., none": the solver table as --solver's help.
 std::string solverHelpText() {
   std::string text;
   for (const SolverEntry& entry : solverTable()) {

@@ -1,6 +1,8 @@
 // The optional views that 'acprof profile' writes beside the profile.
+#include "profile_views.h"
+
+#include "acprof/files.h"
 #include "acprof/viz.h"
-#include "output_paths.h"
 
 namespace acprof::cli {
 

@@ -24,7 +24,6 @@
 #include "cublas_workspace.h"
 #include "eager_front_end.h"
 #include "outcome.h"
-#include "output_paths.h"
 
 namespace acprof::cli {
 namespace {

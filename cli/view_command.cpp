@@ -1,6 +1,7 @@
 // acprof view: render one profile (or a before/after pair) to an offline HTML
 // timeline, optionally with a plan, a static SVG and a Perfetto trace.
 #include <iostream>
+#include "acprof/files.h"
 #include "acprof/error.h"
 #include <memory>
 #include <set>
@@ -14,7 +15,6 @@
 #include "acprof/profile_format.h"
 #include "acprof/viz.h"
 #include "commands.h"
-#include "output_paths.h"
 
 namespace acprof::cli {
 namespace {

@@ -357,7 +357,9 @@ def forward(self, x):
 )JIT");
   const Described a = describe(assigned);
   for (const GraphValue& v : a.facts.values)
-    if (v.type == "List[Tensor]") EXPECT_NE(v.entry, ValueEntry::Elements) << v.name;
+    if (v.type == "List[Tensor]") {
+      EXPECT_NE(v.entry, ValueEntry::Elements) << v.name;
+    }
 }
 
 // AliasDb counts every element of a list as one wildcard memory: an in-place
@@ -446,8 +448,9 @@ def forward(self, x):
   for (const std::string& other : second.outputs)
     EXPECT_EQ(std::find(written.begin(), written.end(), other), written.end()) << other;
   for (const std::string& other : d.node("prim::TupleUnpack", 0).outputs)
-    if (other != mul.inputs.at(0))
+    if (other != mul.inputs.at(0)) {
       EXPECT_EQ(std::find(written.begin(), written.end(), other), written.end()) << other;
+    }
 }
 
 // torchvision's IntermediateLayerGetter, scripted: after each stage, `if name

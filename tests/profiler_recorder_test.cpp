@@ -167,7 +167,9 @@ TEST(Recorder, MlpGradientsAreNamedByAutogradForTheValuesTheyBelongTo) {
       ASSERT_GE(relu, 0);
       EXPECT_EQ(*t.gradient_of, p.nodes[relu].reads) << "made by " << p.nodes[relu].kind;
     }
-    if (!made_in_backward) EXPECT_TRUE(t.gradient_of->empty()) << t.name;
+    if (!made_in_backward) {
+      EXPECT_TRUE(t.gradient_of->empty()) << t.name;
+    }
   }
   EXPECT_EQ(parameter_gradients, 10);  // five linears' weights and biases
   EXPECT_EQ(relu_gradients, 4);

@@ -1,11 +1,8 @@
-// The optional views `acprof profile` writes beside the profile. The checks on
-// output paths (checkOutputPath, checkOutputDirectory) are in acprof/files.h.
+// The optional views `acprof profile` writes beside the profile.
 #pragma once
 
 #include <string>
-#include <vector>
 
-#include "acprof/files.h"
 #include "acprof/profile_format.h"
 
 namespace acprof::cli {
