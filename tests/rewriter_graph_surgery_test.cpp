@@ -526,13 +526,20 @@ def forward(self, x):
 class RewriteModelFile : public GraphSurgery {
  protected:
   Plan savedModelAndPlan() {
-    makeDropoutBatchNormModel().save(path("model.pt"));
+    return savedModelAndPlan(makeDropoutBatchNormModel(), "aten::dropout", "float32[16,32]");
+  }
+  // `module` saved as model.pt, with a plan of one segment from its first
+  // matmul to its first `last_kind` and a profile of the training step to
+  // verify on `input_spec` with the mean loss.
+  Plan savedModelAndPlan(const torch::jit::Module& module, const std::string& last_kind,
+                         const std::string& input_spec) {
+    module.save(path("model.pt"));
     torch::jit::Module original = torch::jit::load(path("model.pt"));
     Plan plan = planFor(path("model.pt"), {segmentBetween(original, nodeIdOf(original, "aten::matmul"),
-                                                          nodeIdOf(original, "aten::dropout"))});
+                                                          nodeIdOf(original, last_kind))});
     Profile profile;
     profile.meta.model_path = path("model.pt");
-    profile.meta.run.input_specs = {"float32[16,32]"};
+    profile.meta.run.input_specs = {input_spec};
     profile.meta.run.loss = "mean";
     writeProfileFile(profile, path("profile.json"));
     plan.profile_path = path("profile.json");
@@ -615,15 +622,7 @@ def forward(self, x):
     h = torch.relu(torch.matmul(x, self.w1))
     return torch.matmul(torch.ops.acprof_test.drifting_scale(h), self.w2)
 )JIT");
-  module.save(path("model.pt"));
-  Plan plan = planFor(path("model.pt"), {segmentBetween(module, nodeIdOf(module, "aten::matmul"),
-                                                        nodeIdOf(module, "aten::relu"))});
-  Profile profile;
-  profile.meta.model_path = path("model.pt");
-  profile.meta.run.input_specs = {"float32[8,16]"};
-  profile.meta.run.loss = "mean";
-  writeProfileFile(profile, path("profile.json"));
-  plan.profile_path = path("profile.json");
+  const Plan plan = savedModelAndPlan(module, "aten::relu", "float32[8,16]");
 
   double accepting_tolerance = 0;
   try {
