@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include <ATen/Context.h>
+#include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/library.h>
 #include <torch/script.h>
 
@@ -608,6 +609,17 @@ at::Tensor driftingScale(const at::Tensor& x) {
 }
 TORCH_LIBRARY(acprof_test, m) { m.def("drifting_scale(Tensor x) -> Tensor", &driftingScale); }
 
+// Source compiled in C++ resolves only `torch.*` (NativeResolver, for aten);
+// this one also resolves `acprof_test.*` to the ops registered above. A saved
+// model calls them as `ops.acprof_test.*`, which loading resolves.
+struct TestOpsResolver : torch::jit::NativeResolver {
+  std::shared_ptr<torch::jit::SugaredValue> resolveValue(const std::string& name, torch::jit::GraphFunction& m,
+                                                         const torch::jit::SourceRange& loc) override {
+    if (name == "acprof_test") return std::make_shared<torch::jit::BuiltinModule>("acprof_test");
+    return torch::jit::NativeResolver::resolveValue(name, m, loc);
+  }
+};
+
 // An original that is not reproducible is refused as such: the error is the
 // model's (ModelFails, not a verification failure of acprof's), names the
 // first gradient that differs and the op whose backward makes it, and its
@@ -620,8 +632,9 @@ TEST_F(RewriteModelFile, AnOriginalThatDoesNotAgreeWithItselfIsBlamedNotTheRewri
   module.define(R"JIT(
 def forward(self, x):
     h = torch.relu(torch.matmul(x, self.w1))
-    return torch.matmul(torch.ops.acprof_test.drifting_scale(h), self.w2)
-)JIT");
+    return torch.matmul(acprof_test.drifting_scale(h), self.w2)
+)JIT",
+                std::make_shared<TestOpsResolver>());
   const Plan plan = savedModelAndPlan(module, "aten::relu", "float32[8,16]");
 
   double accepting_tolerance = 0;
