@@ -52,16 +52,6 @@ std::string pythonInterpreter() {
   return configured != nullptr && *configured != '\0' ? configured : "python3";
 }
 
-ErrorKind errorKindNamed(const std::string& name) {
-  if (name == "usage") return ErrorKind::Usage;
-  if (name == "bad_input") return ErrorKind::BadInput;
-  if (name == "verification_failed") return ErrorKind::VerificationFailed;
-  if (name == "budget_exceeded") return ErrorKind::BudgetExceeded;
-  if (name == "model_fails") return ErrorKind::ModelFails;
-  if (name == "python_import") return ErrorKind::PythonImport;
-  return ErrorKind::Internal;
-}
-
 // The interpreter's exit status; throws PythonImport when it cannot be started.
 int runInterpreter(const std::string& python, const std::vector<std::string>& words) {
   std::vector<char*> argv;

@@ -1,6 +1,7 @@
 #include "outcome.h"
 
 #include <iostream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,40 @@ nlohmann::json& outcomeResult() {
 
 void setOutcomeResult(nlohmann::json result) { outcomeResult() = std::move(result); }
 
+namespace {
+
+constexpr std::pair<ErrorKind, const char*> kErrorKindNames[] = {
+    {ErrorKind::Usage, "usage"},
+    {ErrorKind::BadInput, "bad_input"},
+    {ErrorKind::InfeasibleBudget, "infeasible_budget"},
+    {ErrorKind::VerificationFailed, "verification_failed"},
+    {ErrorKind::BudgetExceeded, "budget_exceeded"},
+    {ErrorKind::ModelFails, "model_fails"},
+    {ErrorKind::PythonImport, "python_import"},
+    {ErrorKind::Internal, "internal"},
+};
+
+}  // namespace
+
+const char* errorKindName(ErrorKind kind) {
+  for (const auto& [named, name] : kErrorKindNames)
+    if (named == kind) return name;
+  return "internal";
+}
+
+ErrorKind errorKindNamed(const std::string& name) {
+  for (const auto& [kind, named] : kErrorKindNames)
+    if (name == named) return kind;
+  return ErrorKind::Internal;
+}
+
+nlohmann::json searchJson(const SearchReport& search) {
+  return {{"proven_optimal", search.proven_optimal},
+          {"decisions_evaluated", search.decisions_evaluated},
+          {"seconds", search.seconds},
+          {"peak_lower_bound_bytes", search.peak_lower_bound_bytes}};
+}
+
 void writeOutcome(const std::string& path, const std::string& command, int exit_code, const std::string& kind,
                   const std::string& message, const std::exception* error) {
   nlohmann::json outcome = {{"acprof_outcome_version", 1}, {"command", command}, {"exit_code", exit_code},
@@ -33,11 +68,7 @@ void writeOutcome(const std::string& path, const std::string& command, int exit_
     if (const auto* infeasible = dynamic_cast<const InfeasibleBudget*>(error)) {
       outcome["floor"] = infeasible->floor;
       const SearchReport& search = infeasible->search;
-      if (search.searched)
-        outcome["search"] = {{"proven_optimal", search.proven_optimal},
-                             {"decisions_evaluated", search.decisions_evaluated},
-                             {"seconds", search.seconds},
-                             {"peak_lower_bound_bytes", search.peak_lower_bound_bytes}};
+      if (search.searched) outcome["search"] = searchJson(search);
     }
   }
   try {

@@ -10,6 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "acprof/error.h"
+
+namespace acprof {
+struct SearchReport;  // acprof/solver.h
+}  // namespace acprof
+
 namespace acprof::cli {
 
 // What a command found, for its outcome's "result": the plan's peaks and
@@ -17,6 +23,15 @@ namespace acprof::cli {
 // command before it returns or throws a result-bearing error (a measured peak
 // over the budget); one process runs one command.
 void setOutcomeResult(nlohmann::json result);
+
+// An error kind's name in the outcome ("infeasible_budget"), and back (a name
+// the eager front end reported; an unknown one is Internal).
+const char* errorKindName(ErrorKind kind);
+ErrorKind errorKindNamed(const std::string& name);
+
+// How a searching solver's search ended, as the outcome carries it (a plan's
+// result and an infeasible budget's alike).
+nlohmann::json searchJson(const SearchReport& search);
 
 // `error` is null on success. `kind` is the error's kind's name ("infeasible_budget",
 // "internal" for acprof's own bugs). Written atomically; a failure to write it

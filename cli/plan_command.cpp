@@ -59,19 +59,23 @@ void runPlan(const PlanArgs& args) {
     std::cout << fmt::format("wrote {}\n", args.sweep_svg);
     return;
   }
+  SearchReport search;
   Plan plan =
       // By absolute path, as the profile records its model: `acprof rewrite dir/plan.json` works from anywhere.
-      planRecompute(profile, PlanRequest{absolutePath(args.profile_path), args.budget, args.solver, args.time_limit_s});
+      planRecompute(profile, PlanRequest{absolutePath(args.profile_path), args.budget, args.solver, args.time_limit_s},
+                    &search);
   plan.frontier = frontier;
   writePlanFile(plan, args.output);
-  setOutcomeResult({{"plan", absolutePath(args.output)},
-                    {"solver", plan.solver},
-                    {"budget_bytes", plan.budget_bytes},
-                    {"baseline_peak_bytes", plan.baseline_peak_bytes},
-                    {"predicted_peak_bytes", plan.predicted_peak_bytes},
-                    {"extra_time_us", plan.extra_time_us},
-                    {"baseline_iteration_time_us", plan.baseline_iteration_time_us},
-                    {"segments", plan.segments.size()}});
+  nlohmann::json result = {{"plan", absolutePath(args.output)},
+                           {"solver", plan.solver},
+                           {"budget_bytes", plan.budget_bytes},
+                           {"baseline_peak_bytes", plan.baseline_peak_bytes},
+                           {"predicted_peak_bytes", plan.predicted_peak_bytes},
+                           {"extra_time_us", plan.extra_time_us},
+                           {"baseline_iteration_time_us", plan.baseline_iteration_time_us},
+                           {"segments", plan.segments.size()}};
+  if (search.searched) result["search"] = searchJson(search);
+  setOutcomeResult(std::move(result));
   if (args.sweep) writeFileAtomically(args.sweep_svg, renderFrontierSvg(profile, frontier, &plan));
   // The simulator replays tensors, so its peak is allocated bytes; a caching
   // allocator (CUDA) reserves more, which 'acprof rewrite' measures.

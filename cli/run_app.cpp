@@ -41,20 +41,6 @@ int exitCodeOf(ErrorKind kind) {
   return kInternalExit;
 }
 
-const char* kindName(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::Usage: return "usage";
-    case ErrorKind::BadInput: return "bad_input";
-    case ErrorKind::InfeasibleBudget: return "infeasible_budget";
-    case ErrorKind::VerificationFailed: return "verification_failed";
-    case ErrorKind::BudgetExceeded: return "budget_exceeded";
-    case ErrorKind::ModelFails: return "model_fails";
-    case ErrorKind::PythonImport: return "python_import";
-    case ErrorKind::Internal: return "internal";
-  }
-  return "internal";
-}
-
 // One line: some LibTorch messages start with a newline or span several.
 std::string oneLine(std::string message) {
   const auto start = message.find_first_not_of(" \n\t");
@@ -118,7 +104,7 @@ int runApp(CLI::App& app, int argc, char** argv, const InternalErrorText& intern
   } catch (const Error& e) {
     // Libraries throw one-line errors that already name the problem and the fix.
     const std::string line = printError(e.what());
-    return finish(exitCodeOf(e.kind()), kindName(e.kind()), line, &e);
+    return finish(exitCodeOf(e.kind()), errorKindName(e.kind()), line, &e);
   } catch (const std::exception& e) {
     // Anything else escaped a library that should have said what the user can
     // do: that is acprof's bug, and the message is all there is to report.

@@ -16,6 +16,7 @@
 #include "acprof/files.h"
 #include "acprof/error.h"
 #include "acprof/unreproducible_step.h"
+#include "outcome.h"
 #include "run_app.h"
 
 namespace acprof::cli {
@@ -89,6 +90,17 @@ TEST(RunApp, AnUnreproducibleStepCarriesTheToleranceThatAcceptsIt) {
       << outcome.at("error").at("message");
   EXPECT_DOUBLE_EQ(toleranceAccepting(0.00123), 0.00123);  // exact in three digits: not raised
   EXPECT_EQ(toleranceAccepting(0), 0);
+}
+
+// The outcome names each error kind once, and the eager front end's reports are
+// read back by the same names: every kind goes there and back.
+TEST(RunApp, EveryErrorKindsNameReadsBackAsThatKind) {
+  for (ErrorKind kind : {ErrorKind::Usage, ErrorKind::BadInput, ErrorKind::InfeasibleBudget,
+                         ErrorKind::VerificationFailed, ErrorKind::BudgetExceeded, ErrorKind::ModelFails,
+                         ErrorKind::PythonImport, ErrorKind::Internal})
+    EXPECT_EQ(cli::errorKindNamed(cli::errorKindName(kind)), kind) << cli::errorKindName(kind);
+  EXPECT_EQ(std::string(cli::errorKindName(ErrorKind::InfeasibleBudget)), "infeasible_budget");
+  EXPECT_EQ(cli::errorKindNamed("no such kind"), ErrorKind::Internal);
 }
 
 TEST(RunApp, SuccessWritesAnOutcomeWithNoError) {

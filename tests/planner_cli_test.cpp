@@ -293,6 +293,29 @@ TEST(PlannerCli, AnInfeasibleBudgetsOutcomeAccountsForTheWholeFloorOfABackwardPe
       << refused.err;
 }
 
+// A plan's outcome carries how a searching solver's search ended as data, the
+// facts its "search" line gives in words; a solver that does not search adds none.
+TEST(PlannerCli, APlansOutcomeSaysHowTheSearchEnded) {
+  const std::string dir = makeScratchDir("plan-search-outcome");
+  const auto profiled = runAcprof("profile '" + testModel("mlp_traced.pt") + "' --iters 1 -o profile.json", dir);
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
+  const auto searched = runAcprof("plan --budget 90% --solver optimal --outcome outcome.json", dir);
+  ASSERT_EQ(searched.exit_code, 0) << searched.err;
+  const nlohmann::json result = nlohmann::json::parse(readWholeFile(dir + "/outcome.json")).at("result");
+  ASSERT_TRUE(result.contains("search")) << result.dump();
+  const nlohmann::json& search = result.at("search");
+  const long decisions = search.at("decisions_evaluated").get<long>();
+  EXPECT_GT(decisions, 0);
+  const std::string words = search.at("proven_optimal").get<bool>() ? "optimal: every segment set searched ("
+                                                                    : "not proven optimal";
+  EXPECT_NE(searched.out.find(words), std::string::npos) << searched.out;
+  EXPECT_NE(searched.out.find(std::to_string(decisions) + " plans"), std::string::npos) << searched.out;
+
+  const auto greedy = runAcprof("plan --budget 90% --solver mu-two --outcome outcome.json", dir);
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  EXPECT_FALSE(nlohmann::json::parse(readWholeFile(dir + "/outcome.json")).at("result").contains("search"));
+}
+
 TEST(PlannerCli, MlpPlansFitSeventyAndFiftyPercent) { checkRealModel("mlp_deep_traced.pt", "mlp", {"70%", "50%"}); }
 TEST(PlannerCli, GptPlansFitSeventyAndFiftyPercent) { checkRealModel("gpt_long_traced.pt", "gpt", {"70%", "50%"}); }
 // 50 % is below the smallest peak reached on the CNN, 62 % of its profiled peak

@@ -28,11 +28,12 @@ Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, in
   return plan;
 }
 
-Plan planRecompute(const Profile& profile, const PlanRequest& request) {
+Plan planRecompute(const Profile& profile, const PlanRequest& request, SearchReport* search) {
   const Simulator simulator(profile);
   const int64_t budget_bytes = parseBudget(request.budget_text, simulator.baseline().peak_bytes);
   const SolverResult solution = solveRecompute(simulator, request.solver, budget_bytes, request.time_limit_s);
   if (!fitsBudget(solution, budget_bytes)) throw infeasibleBudget(simulator, solution, budget_bytes);
+  if (search) *search = solution.search;
   return planFromSolution(simulator, request, budget_bytes, solution);
 }
 

@@ -32,7 +32,8 @@ struct PlanRequest {
 
 // Parses the budget, solves, and fills every field of the plan. Throws
 // BudgetError, InfeasibleBudget or, for an unknown solver, Error(ErrorKind::Usage), with one-line messages.
-Plan planRecompute(const Profile& profile, const PlanRequest& request);
+// `search`, where given, receives how the solver's search ended (the plan has it only as text).
+Plan planRecompute(const Profile& profile, const PlanRequest& request, SearchReport* search = nullptr);
 
 // The plan from a solver's result (every Plan field, every SegmentCut field).
 Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, int64_t budget_bytes,
