@@ -297,9 +297,9 @@ TEST(PlannerCli, AnInfeasibleBudgetsOutcomeAccountsForTheWholeFloorOfABackwardPe
 // facts its "search" line gives in words; a solver that does not search adds none.
 TEST(PlannerCli, APlansOutcomeSaysHowTheSearchEnded) {
   const std::string dir = makeScratchDir("plan-search-outcome");
-  const auto profiled = runAcprof("profile '" + testModel("mlp_traced.pt") + "' --iters 1 -o profile.json", dir);
+  const auto profiled = runAcprof("profile '" + testModel("cnn_traced.pt") + "' --iters 1 -o profile.json", dir);
   ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
-  const auto searched = runAcprof("plan --budget 90% --solver optimal --outcome outcome.json", dir);
+  const auto searched = runAcprof("plan --budget 90% --solver optimal --time-limit 2 --outcome outcome.json", dir);
   ASSERT_EQ(searched.exit_code, 0) << searched.err;
   const nlohmann::json result = nlohmann::json::parse(readWholeFile(dir + "/outcome.json")).at("result");
   ASSERT_TRUE(result.contains("search")) << result.dump();

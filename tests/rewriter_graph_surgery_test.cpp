@@ -599,13 +599,15 @@ TEST_F(RewriteModelFile, RefusesToVerifyWithoutTheProfile) {
   EXPECT_TRUE(fs::exists(path("model.ckpt.pt")));
 }
 
-// An op whose result depends on how often it has run, x * (1 + calls / 1024): a
-// training step through it never agrees with the one before, as with a
-// nondeterministic kernel (torch 1.13's CPU gelu_backward on a non-contiguous
-// gradient). Composite, so autograd differentiates the multiply it calls.
+// An op whose forward is the identity and whose backward scales the gradient
+// by 1 + calls / 1024, calls counting how often it has run: the loss of a
+// training step through it agrees with the one before and its gradients never
+// do, as with a nondeterministic backward kernel (torch 1.13's CPU
+// gelu_backward on a non-contiguous gradient). Composite, so autograd
+// differentiates what it calls: (x - x.detach()) is zero, with gradient one.
 std::atomic<int64_t> drifting_scale_calls{0};
 at::Tensor driftingScale(const at::Tensor& x) {
-  return x * (1.0 + static_cast<double>(drifting_scale_calls++) / 1024.0);
+  return x + (x - x.detach()) * (static_cast<double>(drifting_scale_calls++) / 1024.0);
 }
 TORCH_LIBRARY(acprof_test, m) { m.def("drifting_scale(Tensor x) -> Tensor", &driftingScale); }
 
