@@ -145,11 +145,8 @@ class FactsBuilder {
     for (const Value* input : graph_->inputs()) addValue(input, -1);
     for (size_t id = 0; id < nodes_.size(); ++id)
       for (const Value* output : nodes_[id]->outputs()) addValue(output, static_cast<int>(id));
-    AliasAnalysisGraph analysed = aliasAnalysisGraph(module_, graph_, nodes_, facts_.values, graph_values_);
-    analysis_graph_ = std::move(analysed.graph);
-    analysis_nodes_ = std::move(analysed.nodes);
-    analysis_values_ = std::move(analysed.values);
-    alias_db_ = std::make_unique<torch::jit::AliasDb>(analysis_graph_);
+    analysis_ = aliasAnalysisGraph(module_, graph_, nodes_, facts_.values, graph_values_);
+    alias_db_ = std::make_unique<torch::jit::AliasDb>(analysis_.graph);
     facts_.nodes.resize(nodes_.size());
     for (size_t id = 0; id < nodes_.size(); ++id) describeNode(static_cast<int>(id));
     // Entries depend on roles (a Duplicable producer's values are cloned).
@@ -195,7 +192,7 @@ class FactsBuilder {
     // Assigning a module attribute (prim::SetAttr, also inside a branch) is a
     // write to the module object itself.
     if (n.barrier_reason.empty() &&
-        alias_db_->writesToAlias(analysis_nodes_[id], torch::jit::ValueSet{analysis_graph_->inputs().at(0)}))
+        alias_db_->writesToAlias(analysis_.nodes[id], torch::jit::ValueSet{analysis_.graph->inputs().at(0)}))
       n.barrier_reason = fmt::format("{} changes the module's attributes", n.kind);
     if (!n.barrier_reason.empty()) {
       n.role = CutRole::Barrier;
@@ -218,7 +215,7 @@ class FactsBuilder {
     if (!node->maybeSchema() && !kind.is_prim()) return false;
     for (const Value* output : node->outputs())
       if (isTensor(output) || isScalar(output)) return false;
-    Node* analysed = analysis_nodes_[id];
+    Node* analysed = analysis_.nodes[id];
     for (const Value* output : analysed->outputs())
       if (alias_db_->hasWriters(output)) return false;
     return !alias_db_->writesToAlias(analysed, torch::jit::ValueSet(analysed->inputs().begin(), analysed->inputs().end()));
@@ -315,7 +312,7 @@ class FactsBuilder {
     torch::jit::ValueSet mutable_values;
     std::vector<int> mutable_ids;
     for (const GraphValue& v : facts_.values) {
-      const Value* value = analysis_values_[v.id];
+      const Value* value = analysis_.values[v.id];
       // Scalars, strings and None hold no memory a node could write to.
       const auto kind = value->type()->kind();
       if (isScalar(value) || kind == c10::TypeKind::NoneType || kind == c10::TypeKind::StringType) continue;
@@ -323,7 +320,7 @@ class FactsBuilder {
       mutable_ids.push_back(v.id);
     }
     for (size_t id = 0; id < nodes_.size(); ++id) {
-      Node* node = analysis_nodes_[id];
+      Node* node = analysis_.nodes[id];
       if (node->kind() == prim::Constant || !alias_db_->writesToAlias(node, mutable_values)) continue;
       // A node with blocks writes what its inner nodes write, less the writes
       // to tensors it made itself: scripted nn.MultiheadAttention's mask
@@ -339,7 +336,7 @@ class FactsBuilder {
         if (writers.empty()) continue;
       }
       for (int v : mutable_ids) {
-        const torch::jit::ValueSet one{analysis_values_[v]};
+        const torch::jit::ValueSet one{analysis_.values[v]};
         if (std::any_of(writers.begin(), writers.end(), [&](Node* w) { return alias_db_->writesToAlias(w, one); }))
           facts_.nodes[id].writes.push_back(v);
       }
@@ -403,9 +400,7 @@ class FactsBuilder {
   const torch::jit::Module& module_;
   std::shared_ptr<torch::jit::Graph> graph_;
   std::vector<Node*> nodes_;
-  std::shared_ptr<torch::jit::Graph> analysis_graph_;  // the copy AliasDb analyses
-  std::vector<Node*> analysis_nodes_;                  // its top-level nodes, by node id
-  std::vector<Value*> analysis_values_;                // by value id
+  AliasAnalysisGraph analysis_;  // the copy AliasDb analyses
   std::unique_ptr<torch::jit::AliasDb> alias_db_;
   std::unordered_set<std::string> assigned_attributes_;  // not constants of the model
   std::vector<const Value*> graph_values_;  // by value id
