@@ -19,8 +19,9 @@ std::vector<double> repeated(const std::vector<double>& values, int times) {
 // Nine values 0..8: quartiles 2 and 6, sigma 4 / 1.349, and the median's
 // standard error 1.2533 sigma / 3. Four times as many values of the same
 // spread halve it; one wild value (a step a busy machine stretched) moves
-// neither quartile; three values have an IQR of half their range; under three
-// there are no quartiles to speak of.
+// neither quartile; three values have an IQR of half their range; two have no
+// quartiles, and their median is their mean, whose standard error is half their
+// difference; one value has none.
 TEST(StepTiming, MedianStandardErrorFollowsTheSpreadAndTheCountNotTheOutliers) {
   const std::vector<double> nine = {4, 0, 8, 1, 7, 2, 6, 3, 5};
   const double expected = 1.2533 * (4 / 1.349) / 3;
@@ -30,7 +31,9 @@ TEST(StepTiming, MedianStandardErrorFollowsTheSpreadAndTheCountNotTheOutliers) {
   stretched[2] = 1000;
   EXPECT_NEAR(medianStandardError(stretched).value(), expected, 1e-9);
   EXPECT_NEAR(medianStandardError({0.1, 0.3, 0.2}).value(), 1.2533 * (0.1 / 1.349) / std::sqrt(3.0), 1e-9);
-  EXPECT_FALSE(medianStandardError({0.1, 0.3}).has_value());
+  EXPECT_NEAR(medianStandardError({0.1, 0.3}).value(), 0.1, 1e-12);
+  EXPECT_NEAR(medianStandardError({0.3, 0.1}).value(), 0.1, 1e-12);
+  EXPECT_FALSE(medianStandardError({0.1}).has_value());
 }
 
 // Shares of pairs as this project's 2-core machine measured them (one step to
@@ -47,8 +50,10 @@ TEST(StepTiming, PairsGoOnWhileShortOrImpreciseAndStopAtTheLimits) {
   // Fewer pairs than asked for: always more.
   EXPECT_TRUE(moreTimedPairsWanted({0.1, 0.1}, kMostTimedSeconds, 3));
   // Too few to know how sure the median is: more while the time allows.
-  EXPECT_TRUE(moreTimedPairsWanted({0.1, 0.1}, 2 * kLeastTimedSeconds, 2));
-  EXPECT_FALSE(moreTimedPairsWanted({0.1, 0.1}, kMostTimedSeconds, 2));
+  EXPECT_TRUE(moreTimedPairsWanted({0.1}, 2 * kLeastTimedSeconds, 1));
+  EXPECT_FALSE(moreTimedPairsWanted({0.1}, kMostTimedSeconds, 1));
+  // Two pairs that disagree by more than twice kTimedStandardError: more.
+  EXPECT_TRUE(moreTimedPairsWanted({0.1, 0.1 + 3 * kTimedStandardError}, 2 * kLeastTimedSeconds, 2));
   // Short steps: more until kLeastTimedSeconds have passed, even when they agree.
   EXPECT_TRUE(moreTimedPairsWanted(kQuietShares, 0.5 * kLeastTimedSeconds, 5));
   // Pairs that disagree: more while the time allows...
@@ -65,7 +70,7 @@ TEST(StepTiming, PairsGoOnWhileShortOrImpreciseAndStopAtTheLimits) {
   EXPECT_TRUE(moreTimedPairsWanted(many_noisy, 0.1, kMostTimedRounds + 1));
 }
 
-// A rewrite's default pairs on a quiet machine are enough: three agreeing pairs
+// A rewrite's default pairs on a quiet machine are enough: two agreeing pairs
 // of steps long enough stop the timing, so a rewrite costs few steps (issue 36).
 TEST(StepTiming, TheDefaultPairsOfAQuietMachineArePrecise) {
   const std::vector<double> default_quiet(kQuietShares.begin(), kQuietShares.begin() + kDefaultTimedRounds);
@@ -81,7 +86,9 @@ TEST(StepTiming, TheStopNamesTheLimitThatEndedThePairs) {
   EXPECT_EQ(whyTimingStops(kQuietShares, 2 * kLeastTimedSeconds, 5), TimingStop::Precise);
   EXPECT_EQ(whyTimingStops(kQuietShares, 2 * kMostTimedSeconds, 5), TimingStop::Precise);
   EXPECT_EQ(whyTimingStops(kNoisyShares, kMostTimedSeconds, 5), TimingStop::TimeLimit);
-  EXPECT_EQ(whyTimingStops({0.1, 0.1}, kMostTimedSeconds, 2), TimingStop::TimeLimit);
+  EXPECT_EQ(whyTimingStops({0.1}, kMostTimedSeconds, 1), TimingStop::TimeLimit);
+  EXPECT_EQ(whyTimingStops({0.1, 0.1 + 3 * kTimedStandardError}, kMostTimedSeconds, 2), TimingStop::TimeLimit);
+  EXPECT_EQ(whyTimingStops({0.1, 0.1 + kTimedStandardError}, kLeastTimedSeconds, 2), TimingStop::Precise);
   EXPECT_EQ(whyTimingStops(repeated(kNoisyShares, kMostTimedRounds / 5), 0.1, 5), TimingStop::PairLimit);
   // Asked for more than kMostTimedRounds: the pairs asked for are the limit.
   const std::vector<double> asked = repeated(kNoisyShares, 12);

@@ -40,7 +40,10 @@ double stepTimeUs(torch::jit::Module& module, Optimizer& optimizer, const std::v
 
 std::optional<double> medianStandardError(std::vector<double> values) {
   const size_t n = values.size();
-  if (n < 3) return std::nullopt;
+  if (n < 2) return std::nullopt;
+  // Two values have no quartiles; their median is their mean, whose standard
+  // error is the sample deviation |a - b| / sqrt(2) over sqrt(2).
+  if (n == 2) return std::abs(values[0] - values[1]) / 2;
   std::sort(values.begin(), values.end());
   // Quartiles by linear interpolation between order statistics.
   const auto quantile = [&](double q) {

@@ -98,7 +98,7 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
 // A pair that has taken no step yet is warmed up by one untimed step each; a
 // verified pair applies its optimizers to the verified step's gradients
 // instead (the state a warm-up step makes), untimed.
-constexpr int kDefaultTimedRounds = 3;
+constexpr int kDefaultTimedRounds = 2;
 constexpr int kMostTimedRounds = 50;
 constexpr double kLeastTimedSeconds = 0.5;
 constexpr double kMostTimedSeconds = 10.0;
@@ -127,8 +127,9 @@ StepTimes timeRewrite(TrainingPair& pair, int min_rounds);
 
 // The standard error of the median of `values`, from their interquartile
 // range (1.2533 sigma / sqrt(n), sigma = IQR / 1.349, as for normal noise):
-// robust to the odd step a busy machine stretches. None under 3 values; with
-// 3, the interpolated quartiles make the IQR half their range.
+// robust to the odd step a busy machine stretches. With 3, the interpolated
+// quartiles make the IQR half their range; with 2, the mean's standard error
+// (half their difference); none for one value.
 std::optional<double> medianStandardError(std::vector<double> values);
 
 // Which limit ends the pairs, or none while more are wanted: after `min_rounds`
@@ -138,7 +139,8 @@ std::optional<double> medianStandardError(std::vector<double> values);
 // kTimedStandardError of the step (or too few pairs to say) and they have taken
 // under kMostTimedSeconds: one step to the next varied by ±15 % on a shared
 // 2-core machine, so five pairs left the median uncertain by about 10 % of the
-// step, while on a quiet one three pairs are precise and the rewrite stops there.
+// step, while on a quiet one two pairs agree within 4 % and the rewrite stops
+// there (issue 36: a rewrite in at most ten steps).
 std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares, double timed_seconds,
                                          int min_rounds);
 
