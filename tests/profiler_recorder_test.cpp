@@ -80,7 +80,7 @@ TEST(Recorder, MlpCategoriesEqualHandComputedSizes) {
   EXPECT_EQ(bytesIn(p, Category::Output), kBatch * 10 * kFloat + kFloat);
 }
 
-// The probes' cost per forward step is measured against plain forwards and
+// The probes' cost per forward step is measured against a plain forward and
 // recorded; given one (the re-profile of a rewrite takes its original's), no
 // plain forward runs and that cost is the one taken out of the step times.
 TEST(Recorder, ProbeCostIsMeasuredOnceAndTakenWhenGiven) {
@@ -92,7 +92,7 @@ TEST(Recorder, ProbeCostIsMeasuredOnceAndTakenWhenGiven) {
   const Profile measured = recordProfile(options);
   const auto timed_plain_forwards = [&] {
     return std::any_of(lines.begin(), lines.end(),
-                       [](const std::string& line) { return line.find("plain forwards") != std::string::npos; });
+                       [](const std::string& line) { return line.find("plain forward") != std::string::npos; });
   };
   EXPECT_TRUE(timed_plain_forwards());
   EXPECT_GE(measured.meta.probe_cost_us, 0);

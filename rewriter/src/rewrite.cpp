@@ -161,7 +161,7 @@ Profile profileRewrittenModel(const ProfileMeta& original, const std::string& re
   // One measured iteration: the peak and the timeline come from the first in
   // any case, and the paired timing, not this profile, measures the time.
   options.run.measured_iters = 1;
-  // The probes cost what they cost the original's steps: no plain forwards.
+  // The probes cost what they cost the original's steps: no plain forward.
   if (original.probe_cost_us >= 0) options.probe_cost_us = original.probe_cost_us;
   // Recorded "" is no autocast; requested "" would take the archive's.
   if (options.run.autocast.empty()) options.run.autocast = "off";

@@ -430,13 +430,15 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
       measured.push_back(runner.runOnce(instrumented));
       iteration_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
     }
-    // Plain forwards (no probes) in the same mode: the probes' cost, which the
+    // A plain forward (no probes) in the same mode: the probes' cost, which the
     // forward step times then do not carry (on small ops it rivals the op).
-    // Forwards alone: their output and autograd graph are dropped at once, as
-    // no backward is timed here. Two at most, as the measured iterations' times
-    // agree from two on. And, where asked, one plain forward without grad,
-    // recorded beside them (forward_without_grad_ratio, profile_format.h): one,
-    // as no plan's time uses it.
+    // A forward alone: its output and autograd graph are dropped at once, as
+    // no backward is timed here. One: the instrumented side is already a median
+    // over the measured iterations, and a second plain forward cost half a
+    // training step of a transformer (issue 36: a profile in at most five
+    // steps); a plain forward the machine slowed makes the probes' cost lower,
+    // never negative. And, where asked, one plain forward without grad,
+    // recorded beside it (forward_without_grad_ratio, profile_format.h).
     auto plainForward = [&] {
       std::vector<c10::IValue> stack = forwardArguments(module, run.inputs);
       std::optional<AutocastScope> autocast;
@@ -452,9 +454,8 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
       times_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
     };
     if (!options.probe_cost_us) {
-      const size_t plain_forwards = std::min<size_t>(measured.size(), kFewestMeasuredIterations);
-      progress("plain forwards: what the probes cost");
-      for (size_t i = 0; i < plain_forwards; ++i) timedForward(plain_forward_us);
+      progress("plain forward: what the probes cost");
+      timedForward(plain_forward_us);
     }
     if (options.measure_forward_without_grad) {
       const at::NoGradGuard no_grad;

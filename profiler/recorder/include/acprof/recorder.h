@@ -39,7 +39,7 @@ struct RecordOptions {
   bool measure_forward_without_grad = false;
   // What the probes add to a forward step, where already known (the
   // re-profile of a rewrite takes the original profile's meta.probe_cost_us):
-  // no plain forwards are timed to measure it again.
+  // no plain forward is timed to measure it again.
   std::optional<double> probe_cost_us;
   // Whose gradient each storage is (tensors[].gradient_of, gradient_hooks.h).
   // Off only to show that the hooks change nothing else a profile says.
