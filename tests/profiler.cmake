@@ -1,4 +1,4 @@
-acprof_add_test(profile_format_tests
+acprof_add_test(profiler_format_tests
   SOURCES profiler_format_test.cpp profiler_format_cut_rules_test.cpp profiler_format_event_stream_test.cpp
   LIBS acprof_profile_format nlohmann_json::nlohmann_json)
 

@@ -24,7 +24,7 @@ set_tests_properties(sanitized_build PROPERTIES FIXTURES_SETUP sanitized TIMEOUT
 
 # Each test of the sanitized tree (fuzz/CMakeLists.txt) is a test here, so that
 # CTest's -j spreads them; a name that is no longer there fails (--no-tests=error).
-foreach(name sanitized_profile_format_tests sanitized_planner_tests sanitized_viz_tests sanitized_input_spec_tests
+foreach(name sanitized_profiler_format_tests sanitized_planner_tests sanitized_viz_tests sanitized_input_spec_tests
              fuzz_seed_tests fuzz_profile_json fuzz_plan_json fuzz_budget fuzz_input_spec)
   add_test(NAME ${name}
            COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${ACPROF_SANITIZED_DIR} -R "^${name}$" --output-on-failure
