@@ -1,10 +1,12 @@
 #include "outcome.h"
 
 #include <iostream>
+#include <iterator>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "acprof/contract.h"
 #include "acprof/files.h"
 #include "acprof/solver.h"
 #include "acprof/unreproducible_step.h"
@@ -23,28 +25,21 @@ void setOutcomeResult(nlohmann::json result) { outcomeResult() = std::move(resul
 
 namespace {
 
-constexpr std::pair<ErrorKind, const char*> kErrorKindNames[] = {
-    {ErrorKind::Usage, "usage"},
-    {ErrorKind::BadInput, "bad_input"},
-    {ErrorKind::InfeasibleBudget, "infeasible_budget"},
-    {ErrorKind::VerificationFailed, "verification_failed"},
-    {ErrorKind::BudgetExceeded, "budget_exceeded"},
-    {ErrorKind::ModelFails, "model_fails"},
-    {ErrorKind::PythonImport, "python_import"},
-    {ErrorKind::Internal, "internal"},
-};
+// The contract lists the kinds in ErrorKind's order, Internal last.
+static_assert(std::size(contract::kErrorKinds) == static_cast<size_t>(ErrorKind::Internal) + 1,
+              "python/acprof/contract.json lists one error kind per acprof::ErrorKind");
+
+const contract::ErrorKindEntry& entryOf(ErrorKind kind) { return contract::kErrorKinds[static_cast<size_t>(kind)]; }
 
 }  // namespace
 
-const char* errorKindName(ErrorKind kind) {
-  for (const auto& [named, name] : kErrorKindNames)
-    if (named == kind) return name;
-  return "internal";
-}
+const char* errorKindName(ErrorKind kind) { return entryOf(kind).name; }
+
+int exitCodeOf(ErrorKind kind) { return entryOf(kind).exit_code; }
 
 ErrorKind errorKindNamed(const std::string& name) {
-  for (const auto& [kind, named] : kErrorKindNames)
-    if (name == named) return kind;
+  for (size_t i = 0; i < std::size(contract::kErrorKinds); ++i)
+    if (name == contract::kErrorKinds[i].name) return static_cast<ErrorKind>(i);
   return ErrorKind::Internal;
 }
 

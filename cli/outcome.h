@@ -25,9 +25,11 @@ namespace acprof::cli {
 void setOutcomeResult(nlohmann::json result);
 
 // An error kind's name in the outcome ("infeasible_budget"), and back (a name
-// the eager front end reported; an unknown one is Internal).
+// the eager front end reported; an unknown one is Internal); and its exit code.
+// Both from python/acprof/contract.json, which the eager front end reads too.
 const char* errorKindName(ErrorKind kind);
 ErrorKind errorKindNamed(const std::string& name);
+int exitCodeOf(ErrorKind kind);
 
 // How a searching solver's search ended, as the outcome carries it (a plan's
 // result and an infeasible budget's alike).

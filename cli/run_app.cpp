@@ -14,32 +14,9 @@ namespace {
 
 std::string g_command_line;
 
-// Exit codes (docs/manual.md, "Exit codes"): 0 success, 1 bad input, 2 usage,
-// 3 infeasible budget, 4 verification failed, 5 measured peak over the budget,
-// 6 the model's own training step fails in PyTorch, 7 the eager front end's Python, torch, acprof
-// package or --module factory cannot be imported, 70 internal error (sysexits' EX_SOFTWARE).
-constexpr int kBadInputExit = 1;
-constexpr int kUsageExit = 2;
-constexpr int kInfeasibleBudgetExit = 3;
-constexpr int kVerificationFailedExit = 4;
-constexpr int kBudgetExceededExit = 5;
-constexpr int kModelFailsExit = 6;
-constexpr int kPythonImportExit = 7;
-constexpr int kInternalExit = 70;
-
-int exitCodeOf(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::Usage: return kUsageExit;
-    case ErrorKind::BadInput: return kBadInputExit;
-    case ErrorKind::InfeasibleBudget: return kInfeasibleBudgetExit;
-    case ErrorKind::VerificationFailed: return kVerificationFailedExit;
-    case ErrorKind::BudgetExceeded: return kBudgetExceededExit;
-    case ErrorKind::ModelFails: return kModelFailsExit;
-    case ErrorKind::PythonImport: return kPythonImportExit;
-    case ErrorKind::Internal: return kInternalExit;
-  }
-  return kInternalExit;
-}
+// Exit codes (docs/manual.md, "Exit codes"): 0 success, and one per error
+// kind, as python/acprof/contract.json states them for the binary and the
+// eager front end alike (70 for an internal error: sysexits' EX_SOFTWARE).
 
 // One line: some LibTorch messages start with a newline or span several.
 std::string oneLine(std::string message) {
@@ -100,7 +77,7 @@ int runApp(CLI::App& app, int argc, char** argv, const InternalErrorText& intern
     const std::string command = commandName(app);
     const std::string line = printError(fmt::format("{}; see 'acprof{} --help'", e.what(),
                                                     command.empty() ? "" : " " + command));
-    return finish(kUsageExit, "usage", line, &e);
+    return finish(exitCodeOf(ErrorKind::Usage), errorKindName(ErrorKind::Usage), line, &e);
   } catch (const Error& e) {
     // Libraries throw one-line errors that already name the problem and the fix.
     const std::string line = printError(e.what());
@@ -113,7 +90,7 @@ int runApp(CLI::App& app, int argc, char** argv, const InternalErrorText& intern
         printError(internal_error_text(e) +
                    " (an internal error of acprof; please report it with the command line, and with "
                    "ACPROF_FULL_ERRORS=1 set for the whole message)");
-    return finish(kInternalExit, "internal", line, &e);
+    return finish(exitCodeOf(ErrorKind::Internal), errorKindName(ErrorKind::Internal), line, &e);
   }
   return finish(0, "", "", nullptr);
 }

@@ -10,6 +10,7 @@
 
 namespace acprof {
 
+// Names and exit codes: python/acprof/contract.json, in this order, Internal last.
 enum class ErrorKind {
   Usage,               // the command line: unknown option, a file given twice
   BadInput,            // a file, spec, plan or output path the user must fix

@@ -15,7 +15,9 @@ using nlohmann::json;
 
 constexpr const char* kCategoryNames[kCategoryCount] = {
     "weight", "gradient", "optimizer_state", "input", "activation", "temporary", "output"};
-constexpr const char* kPhaseNames[kPhaseCount] = {"setup", "forward", "loss", "backward", "optimizer"};
+// python/acprof/contract.json names the phases for the eager front end too.
+constexpr const auto& kPhaseNames = contract::kPhaseNames;
+static_assert(std::size(kPhaseNames) == kPhaseCount, "python/acprof/contract.json names one phase per acprof::Phase");
 constexpr const char* kCutRoleNames[] = {"compute", "duplicable", "barrier"};
 constexpr const char* kValueEntryNames[] = {"input", "clone", "constant", "blocked", "elements"};
 

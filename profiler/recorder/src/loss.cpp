@@ -1,11 +1,13 @@
 #include "acprof/loss.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "acprof/contract.h"
 #include "acprof/recorder.h"
 
 namespace acprof {
@@ -59,7 +61,12 @@ at::Tensor crossEntropy(const at::Tensor& logits, const at::Tensor& target) {
 }  // namespace
 
 const std::vector<std::string>& requestableLossKinds() {
-  static const std::vector<std::string> kinds{"auto", "sum", "mean", "cross_entropy"};
+  // "auto", then the losses python/acprof/contract.json names for both front ends.
+  static const std::vector<std::string> kinds = [] {
+    std::vector<std::string> all{"auto"};
+    all.insert(all.end(), std::begin(contract::kLossNames), std::end(contract::kLossNames));
+    return all;
+  }();
   return kinds;
 }
 

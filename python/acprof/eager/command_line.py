@@ -37,12 +37,10 @@ from typing import Any, List, Optional, Sequence
 
 import torch
 
+from ..contract import EXIT_CODES, LOSSES
 from .apply import PlanMismatch, apply_plan
-from .recorder import LOSSES, measure_step, record_profile, write_json_atomically
+from .recorder import measure_step, record_profile, write_json_atomically
 
-# The acprof binary's exit codes (cli/run_app.cpp), by the error kind's name.
-EXIT_CODES = {"usage": 2, "bad_input": 1, "verification_failed": 4, "budget_exceeded": 5, "model_fails": 6,
-              "python_import": 7, "internal": 70}
 EAGER_PREFIX = "eager:"
 INPUT_SPEC = re.compile(r"^(float32|float64|float16|bfloat16|int64|int32|bool|float|long)\[([0-9,]*)\]"
                         r"(?::(-?[0-9]+)\.\.(-?[0-9]+))?$")
@@ -411,7 +409,7 @@ def _parser() -> argparse.ArgumentParser:
     profile.add_argument("--module", required=True, help="module.path:make_model or path/to/file.py:make_model")
     profile.add_argument("--input", action="append", default=[], help="one spec per forward argument")
     profile.add_argument("--target", default="", help="target spec for --loss cross_entropy")
-    profile.add_argument("--loss", default="auto", help="auto (mean), mean, sum, cross_entropy")
+    profile.add_argument("--loss", default="auto", help=f"auto (mean), {', '.join(LOSSES)}")
     profile.add_argument("--autocast", default="", help="bfloat16: forward and loss under CPU autocast")
     profile.add_argument("--seed", type=int, default=0)
     profile.add_argument("-o", "--output", default="profile.json")

@@ -12,11 +12,10 @@ import bisect
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set
 
+from ..contract import PHASES, PROFILE_SCHEMA_VERSION
 from .event_stream import IterationRecord
 
 CATEGORIES = ["weight", "gradient", "optimizer_state", "input", "activation", "temporary", "output"]
-PHASES = ["setup", "forward", "loss", "backward", "optimizer"]
-SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -287,7 +286,7 @@ def derive_profile(meta: dict, nodes: List[dict], values: List[dict], graph_outp
                 if t["first_backward_use_step"] < 0 or s < t["first_backward_use_step"]:
                     t["first_backward_use_step"] = s
 
-    profile = {"format": "acprof-profile", "schema_version": SCHEMA_VERSION, "meta": meta,
+    profile = {"format": "acprof-profile", "schema_version": PROFILE_SCHEMA_VERSION, "meta": meta,
                "event_count": event_count, "summary": {"allocator_peak_bytes": allocator_peak},
                "nodes": nodes, "values": values, "graph_outputs": graph_outputs, "steps": steps,
                "tensors": tensors}

@@ -22,13 +22,15 @@
 #include <vector>
 
 #include "acprof/error.h"
+#include "acprof/contract.h"
 #include "acprof/files.h"
 
 namespace acprof {
 
 // Bumped whenever a field changes meaning or disappears; readers reject others.
 // An optional field is added without a bump: files without it still read.
-inline constexpr int kProfileSchemaVersion = 2;
+// Stated in python/acprof/contract.json, which the eager front end writes by.
+inline constexpr int kProfileSchemaVersion = contract::kProfileSchemaVersion;
 
 // Categories in the spirit of PyTorch's memory timeline.
 enum class Category {
@@ -43,8 +45,9 @@ enum class Category {
 inline constexpr int kCategoryCount = 7;
 using CategoryBytes = std::array<int64_t, kCategoryCount>;
 
+// Names: python/acprof/contract.json, in this order.
 enum class Phase { Setup, Forward, Loss, Backward, Optimizer };
-inline constexpr int kPhaseCount = 5;
+inline constexpr int kPhaseCount = static_cast<int>(Phase::Optimizer) + 1;
 
 const char* categoryName(Category category);  // "weight", "gradient", ...
 const char* phaseName(Phase phase);           // "forward", ...

@@ -14,7 +14,8 @@ namespace acprof {
 std::vector<at::Tensor> tensorsIn(const c10::IValue& value);
 
 // The losses --loss takes, in the order help and errors list them: "auto"
-// (resolveLossKind), "sum", "mean", "cross_entropy". Stated here only.
+// (resolveLossKind), then python/acprof/contract.json's ("mean", "sum",
+// "cross_entropy"), which the eager front end takes too.
 const std::vector<std::string>& requestableLossKinds();
 // A requestable kind, or "model" (the output is the loss), which "auto" resolves
 // to and a profile or a model's stored specs may carry.
