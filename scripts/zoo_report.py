@@ -8,7 +8,7 @@ import datetime
 import os
 from typing import Dict, List, Optional
 
-from zoo_run import PEAK_ERROR_LIMIT, REMOVABLE_SHARE_GOAL, read_json, time_shares
+from zoo_run import FIXED_CATEGORIES, PEAK_ERROR_LIMIT, REMOVABLE_SHARE_GOAL, read_json, time_shares
 
 TIME_ERROR_GOAL = 0.10     # |predicted - measured extra time| as a share of the step; listed, not a rule
 
@@ -121,7 +121,7 @@ def floor_peak_reason(results: str, record: Dict) -> str:
     # The floor above the bytes no recompute removes at the profiled peak is made of: those bytes
     # grown since (gradients accumulate through backward), and what is still removable but live.
     fixed_then = record["profile"]["peak_bytes"] - record["removable_bytes"]
-    fixed_now = sum(breakdown[c] for c in ("weight", "gradient", "optimizer_state", "input"))
+    fixed_now = sum(breakdown[c] for c in FIXED_CATEGORIES)
     parts = {"grown": fixed_now - fixed_then, "activation": breakdown["activation"],
              "temporary": breakdown["temporary"], "output": breakdown["output"]}
     causes = {

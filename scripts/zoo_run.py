@@ -162,11 +162,14 @@ def profile_facts(profile: Dict) -> Dict:
             "iteration_us": sum(summary["phase_time_us"].values())}
 
 
+# The categories no recompute removes: weights, their gradients, the optimizer's state and the inputs.
+FIXED_CATEGORIES = ("weight", "gradient", "optimizer_state", "input")
+
+
 def removable_bytes(facts: Dict) -> int:
-    """Bytes at the profiled peak that recompute could remove in principle: all but weights,
-    gradients, optimizer state and inputs."""
+    """Bytes at the profiled peak that recompute could remove in principle: all but FIXED_CATEGORIES."""
     b = facts["peak_breakdown"]
-    return facts["peak_bytes"] - b["weight"] - b["gradient"] - b["optimizer_state"] - b["input"]
+    return facts["peak_bytes"] - sum(b[c] for c in FIXED_CATEGORIES)
 
 
 def infeasible_outcome(work_dir: str, result, outcome_file: str) -> Optional[Dict]:
