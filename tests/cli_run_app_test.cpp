@@ -9,6 +9,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -93,13 +94,25 @@ TEST(RunApp, AnUnreproducibleStepCarriesTheToleranceThatAcceptsIt) {
 }
 
 // The outcome names each error kind once, and the eager front end's reports are
-// read back by the same names: every kind goes there and back.
+// read back by the same names: every kind goes there and back. The names and
+// exit codes come from python/acprof/contract.json by ErrorKind's order, so
+// each kind's are pinned here as docs/manual.md ("Exit codes") gives them: a
+// contract whose entries were reordered fails.
 TEST(RunApp, EveryErrorKindsNameReadsBackAsThatKind) {
-  for (ErrorKind kind : {ErrorKind::Usage, ErrorKind::BadInput, ErrorKind::InfeasibleBudget,
-                         ErrorKind::VerificationFailed, ErrorKind::BudgetExceeded, ErrorKind::ModelFails,
-                         ErrorKind::PythonImport, ErrorKind::Internal})
+  const std::tuple<ErrorKind, std::string, int> kinds[] = {
+      {ErrorKind::Usage, "usage", 2},
+      {ErrorKind::BadInput, "bad_input", 1},
+      {ErrorKind::InfeasibleBudget, "infeasible_budget", 3},
+      {ErrorKind::VerificationFailed, "verification_failed", 4},
+      {ErrorKind::BudgetExceeded, "budget_exceeded", 5},
+      {ErrorKind::ModelFails, "model_fails", 6},
+      {ErrorKind::PythonImport, "python_import", 7},
+      {ErrorKind::Internal, "internal", 70}};
+  for (const auto& [kind, name, exit_code] : kinds) {
     EXPECT_EQ(cli::errorKindNamed(cli::errorKindName(kind)), kind) << cli::errorKindName(kind);
-  EXPECT_EQ(std::string(cli::errorKindName(ErrorKind::InfeasibleBudget)), "infeasible_budget");
+    EXPECT_EQ(cli::errorKindName(kind), name);
+    EXPECT_EQ(cli::exitCodeOf(kind), exit_code) << name;
+  }
   EXPECT_EQ(cli::errorKindNamed("no such kind"), ErrorKind::Internal);
 }
 
