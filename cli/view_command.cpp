@@ -1,7 +1,6 @@
 // acprof view: render one profile (or a before/after pair) to an offline HTML
 // timeline, optionally with a plan, a static SVG and a Perfetto trace.
 #include <iostream>
-#include "acprof/error.h"
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -10,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "acprof/error.h"
 #include "acprof/files.h"
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
