@@ -57,3 +57,23 @@ set_property(TARGET torch APPEND PROPERTY INTERFACE_COMPILE_FEATURES cxx_std_20)
 # torch-free file's compile 40 % slower. The two fmt versions' inline namespaces
 # (fmt::v9, fmt::v12) keep them apart in one binary.
 set_property(TARGET torch APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS FMT_HEADER_ONLY=1)
+
+# LibTorch's headers are most of a torch file's compile time, so what includes
+# them precompiles <torch/script.h>. A precompiled copy is 600 MB and over a
+# minute of a CI core, so the targets share two instead of making one each.
+# GCC uses one only under the -fPIC or -fPIE it was made with and the macros it
+# was made with that the header reads (FMT_SHARED among them), so the static
+# libraries take acprof_graph's and the executables acprof_torch's.
+function(acprof_precompile_torch_headers target)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "EXECUTABLE")
+    set(owner acprof_torch)
+  else()
+    set(owner acprof_graph)
+  endif()
+  if(target STREQUAL owner)
+    target_precompile_headers(${target} PRIVATE <torch/script.h>)
+  else()
+    target_precompile_headers(${target} REUSE_FROM ${owner})
+  endif()
+endfunction()

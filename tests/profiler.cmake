@@ -12,6 +12,7 @@ acprof_add_test(profiler_tests
   FIXTURES test_models)
 # The kernel time table (its CUPTI timer's bookkeeping) and the measured-iteration rule are the recorder's internals.
 target_include_directories(profiler_tests PRIVATE ${CMAKE_SOURCE_DIR}/profiler/recorder/src)
+acprof_precompile_torch_headers(profiler_tests)
 
 # The optimizer step (LibTorch's torch::optim) in profiles, and through profile, plan and rewrite.
 acprof_add_test(optimizer_tests

@@ -2,7 +2,7 @@
 acprof_add_test(rewriter_tests
   SOURCES rewriter_checkpoint_op_test.cpp rewriter_graph_surgery_test.cpp rewriter_step_timing_test.cpp
   LIBS acprof_rewriter acprof_ops ${TORCH_LIBRARIES})
-target_precompile_headers(rewriter_tests PRIVATE <torch/script.h>)
+acprof_precompile_torch_headers(rewriter_tests)
 
 # Through the acprof binary on the exported reference models.
 acprof_add_test(rewriter_end_to_end_tests
@@ -17,4 +17,4 @@ acprof_add_test(rewriter_property_tests
   SOURCES rewriter_cut_property_test.cpp
   LIBS acprof_rewriter acprof_ops ${TORCH_LIBRARIES}
   FIXTURES test_models)
-target_precompile_headers(rewriter_property_tests PRIVATE <torch/script.h>)
+acprof_precompile_torch_headers(rewriter_property_tests)
