@@ -514,9 +514,12 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
     removeProbeCost(record, profile.meta.probe_cost_us, step_time_us);
   }
   // A timer that linked no kernel to any step would leave a profile whose op
-  // times are all 0, which no plan's time could be weighed by.
+  // times are all 0, which no plan's time could be weighed by. Not acprof's
+  // bug: the machine's CUPTI did not give what ACPROF_CUPTI=1 asked for (a
+  // driver that keeps kernel records from this user, say), and the fix is in
+  // how acprof is run.
   if (record.time_source == "cupti_kernels" && noKernelTimeLinked(step_time_us))
-    throw Error(ErrorKind::Internal,
+    throw Error(ErrorKind::Usage,
                 fmt::format("CUPTI linked no kernel time to any of the iteration's {} steps, so the profile would "
                             "have no op times; profile without ACPROF_CUPTI=1 (op times then come from wall clocks "
                             "with the device synchronized at each op)",
