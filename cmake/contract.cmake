@@ -1,6 +1,6 @@
 # Generates acprof/contract.h from python/acprof/contract.json: the facts the
-# binary and the Python package share (the profile's schema version, the phase
-# and loss names, the error kinds' names and exit codes) are stated once, in the
+# binary and the Python package share (the profile's schema version, the phase,
+# category and loss names, the error kinds' names and exit codes) are stated once, in the
 # JSON the package ships, and the C++ reads them as constants.
 
 # The JSON array `key` of strings as C++ string literals, comma-separated, in `out`.
@@ -23,6 +23,7 @@ function(acprof_generate_contract json_path out_dir)
   string(JSON schema_version GET "${contract}" profile_schema_version)
 
   acprof_contract_strings("${contract}" phases phase_names)
+  acprof_contract_strings("${contract}" categories category_names)
   acprof_contract_strings("${contract}" losses loss_names)
 
   string(JSON kind_count LENGTH "${contract}" error_kinds)
@@ -42,6 +43,7 @@ namespace acprof::contract {
 
 inline constexpr int kProfileSchemaVersion = ${schema_version};
 inline constexpr const char* kPhaseNames[] = {${phase_names}};
+inline constexpr const char* kCategoryNames[] = {${category_names}};
 inline constexpr const char* kLossNames[] = {${loss_names}};
 struct ErrorKindEntry {
   const char* name;

@@ -3,7 +3,9 @@
 // expected value can be checked in the comment above it.
 #include "acprof/simulator.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -81,6 +83,38 @@ TEST(PlannerSimulator, ChainSegmentOverFirstTwoNodesLowersPeakByOneActivation) {
   EXPECT_EQ(r.peak_breakdown[static_cast<int>(Category::Activation)], 200);  // a1, a2 (a0 dropped)
   EXPECT_EQ(r.peak_breakdown[static_cast<int>(Category::Output)], 100);      // a3
   EXPECT_EQ(r.peak_breakdown[static_cast<int>(Category::Temporary)], 100);   // g2
+}
+
+// A number or bool that a segment reads from outside enters its checkpoint as
+// a 0-dim tensor (InputForm): the checkpoint keeps 8 or 1 bytes more, over
+// the same events, than for no such input.
+TEST(PlannerSimulator, ANumberOrBoolThatEntersASegmentIsKeptAsTheTensorItBecomes) {
+  const auto withInput = [](std::optional<InputForm> form) {
+    Profile p = chainProfile(4, 100, kUnitTimes);
+    if (!form) return p;
+    GraphValue k;
+    k.id = static_cast<int>(p.values.size());
+    k.name = "k";
+    k.type = *form == InputForm::Bool ? "bool" : "int";
+    k.input_form = *form;
+    p.values.push_back(k);
+    p.nodes[1].inputs.push_back("k");
+    p.nodes[1].reads.push_back(k.id);
+    return p;
+  };
+  const std::vector<int64_t> none = Simulator(withInput(std::nullopt)).liveBytesPerEvent({{0, 1}});
+  const std::vector<int64_t> number = Simulator(withInput(InputForm::Number)).liveBytesPerEvent({{0, 1}});
+  const std::vector<int64_t> flag = Simulator(withInput(InputForm::Bool)).liveBytesPerEvent({{0, 1}});
+  ASSERT_EQ(number.size(), none.size());
+  ASSERT_EQ(flag.size(), none.size());
+  int kept = 0;
+  for (size_t e = 0; e < none.size(); ++e) {
+    const bool held = number[e] != none[e];
+    kept += held;
+    EXPECT_EQ(number[e] - none[e], held ? 8 : 0) << "after event " << e;
+    EXPECT_EQ(flag[e] - none[e], held ? 1 : 0) << "after event " << e;
+  }
+  EXPECT_GT(kept, 0);
 }
 
 // Segment [0, 2] recomputes a0, a1 and the output a2 before step 6 (event 6)
@@ -432,21 +466,32 @@ TEST(PlannerSimulator, ALaterUseWhoseGradientIsAViewHoldsTheGradientItReceived) 
 // begins; node 1's gradient of it is added in place at once (made and freed in
 // its step). Checkpointed as [0, 2], that gradient is held until the
 // checkpoint's backward returns (after node 0's). Without `shared`, node 3
-// reads another weight of the same size, and every event is the same.
-Profile sharedWeightProfile(bool shared) {
+// reads another weight of the same size, and every event is the same. With
+// `frozen_of_same_size`, node 1 also reads a frozen weight of W's size (a
+// buffer), so only the value's recorded storage says which weight w1 is.
+Profile sharedWeightProfile(bool shared, bool frozen_of_same_size = false) {
   ProfileBuilder b;
   const int w = b.addStatic(100, Category::Weight);
   const int other = b.addStatic(100, Category::Weight);
+  const int frozen = b.addStatic(100, Category::Weight);
   b.valueBytes("w1", 100);
   b.valueBytes("w2", 100);
+  b.valueOn("w1", w);
+  b.valueOn("w2", shared ? w : other);
+  if (frozen_of_same_size) {
+    b.valueBytes("f", 100);
+    b.valueOn("f", frozen);
+  }
   b.requiresGrad("w1");
   b.requiresGrad("w2");
   b.node("aten::relu", {"in"}, {"x"});
   const int x = b.alloc(10);  // event 0
-  b.node("aten::linear", {"x", "w1"}, {"y"});
+  b.node("aten::linear", frozen_of_same_size ? std::vector<std::string>{"x", "w1", "f"} : std::vector<std::string>{"x", "w1"},
+         {"y"});
   const int y = b.alloc(10);  // event 1
   b.readBy(x, 1);
   b.readBy(w, 1);
+  if (frozen_of_same_size) b.readBy(frozen, 1);
   b.node("aten::relu", {"y"}, {"z"});
   const int z = b.alloc(10);  // event 2
   b.readBy(y, 2);
@@ -486,6 +531,14 @@ TEST(PlannerSimulator, AUseOfASharedWeightAddedToItsRunningSumIsHeldByTheCheckpo
   // From the end of node 1's backward (event 13) through node 0's (events 14-15).
   const std::vector<int64_t> shared = Simulator(sharedWeightProfile(true)).liveBytesPerEvent({{0, 2}});
   expectGapOnly(shared, Simulator(sharedWeightProfile(false)).liveBytesPerEvent({{0, 2}}), 14, shared.size() - 1, 100);
+}
+
+// Which weight a value is comes from the storage the run saw it on, not from
+// sizes: beside a frozen weight of the same size, w1 is still W.
+TEST(PlannerSimulator, AUseOfASharedWeightIsKnownByItsStorageBesideAnotherWeightOfItsSize) {
+  const std::vector<int64_t> shared = Simulator(sharedWeightProfile(true, true)).liveBytesPerEvent({{0, 2}});
+  expectGapOnly(shared, Simulator(sharedWeightProfile(false, true)).liveBytesPerEvent({{0, 2}}), 14, shared.size() - 1,
+                100);
 }
 
 // x, y = split(in); a = relu(x); c = mul(a, y); o = addcmul(x, y, c). Node 3's
@@ -680,6 +733,11 @@ Profile unpackedCellStateProfile(bool through_unpack) {
   if (through_unpack) b.valueBytes("c2", 200);
   b.valueBytes("t", 400);
   b.valueBytes("h2", 400);
+  // The unpack's outputs are the tuple's elements: the same storages.
+  b.valueOn("c", c);
+  b.valueOn("t", t);
+  b.valueOn("h2", t);
+  if (through_unpack) b.valueOn("c2", c);
   b.loss();
   b.backward(5);
   const int gh = b.alloc(400);  // event 4

@@ -98,6 +98,9 @@ class ProfileBuilder {
   void mutates(int node, const std::string& value) { writes_.emplace_back(node, value); }
   // The bytes the run observed of a graph value (GraphValue::bytes): what a copy of it allocates.
   void valueBytes(const std::string& value, int64_t bytes) { value_bytes_[value] = bytes; }
+  // The storage a graph value was on in the run (GraphValue::tensor), as the
+  // recorder binds each value it observes to a storage.
+  void valueOn(const std::string& value, int tensor) { value_tensor_[value] = tensor; }
   // A graph input that needs grad (a parameter read through its own value, as a trace reads each use).
   void requiresGrad(const std::string& value) { requires_grad_.insert(value); }
   void uncuttable(int node) { barriers_.push_back(node); }
@@ -199,6 +202,7 @@ class ProfileBuilder {
     }
     for (const auto& [node, name] : writes_) profile_.nodes[node].writes.push_back(ids.at(name));
     for (const auto& [name, bytes] : value_bytes_) profile_.values[ids.at(name)].bytes = bytes;
+    for (const auto& [name, tensor] : value_tensor_) profile_.values[ids.at(name)].tensor = tensor;
     for (const std::string& name : requires_grad_)
       profile_.values[ids.at(name)].requires_grad = profile_.values[ids.at(name)].needs_grad = true;
     for (const GraphValue& v : profile_.values)
@@ -214,6 +218,7 @@ class ProfileBuilder {
   std::map<int, std::vector<std::string>> gradient_of_;
   std::vector<std::pair<int, std::string>> writes_;
   std::map<std::string, int64_t> value_bytes_;
+  std::map<std::string, int> value_tensor_;
   std::set<std::string> requires_grad_;
   std::vector<int> barriers_;
   Profile profile_;

@@ -132,6 +132,8 @@ Profile profileWithEveryFieldSet() {
   n.writes = {1};
   GraphValue& v = p.values[1];
   v.entry = ValueEntry::Clone;
+  v.input_form = InputForm::OptionalWithFlag;
+  v.tensor = 1;
   v.requires_grad = true;
   v.needs_grad = true;
   v.type = "List[Tensor]";
@@ -216,6 +218,8 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
   EXPECT_NE(p.values[1].producer_node, plain_value.producer_node);
   EXPECT_NE(p.values[1].type, plain_value.type);
   EXPECT_NE(p.values[1].entry, plain_value.entry);
+  EXPECT_NE(p.values[1].input_form, plain_value.input_form);
+  EXPECT_NE(p.values[1].tensor, plain_value.tensor);
   EXPECT_NE(p.values[1].can_leave, plain_value.can_leave);
   EXPECT_NE(p.values[1].is_tensor, plain_value.is_tensor);
   EXPECT_NE(p.values[1].requires_grad, plain_value.requires_grad);
@@ -271,6 +275,8 @@ TEST(ProfileFormat, JsonRoundTripKeepsEveryField) {
     EXPECT_SAME(values[i].producer_node);
     EXPECT_SAME(values[i].type);
     EXPECT_SAME(values[i].entry);
+    EXPECT_SAME(values[i].input_form);
+    EXPECT_SAME(values[i].tensor);
     EXPECT_SAME(values[i].can_leave);
     EXPECT_SAME(values[i].is_tensor);
     EXPECT_SAME(values[i].requires_grad);
@@ -353,6 +359,33 @@ TEST(ProfileFormat, EveryValueEntryRoundTrips) {
     EXPECT_EQ(profileFromJson(profileToJson(p), "entry.json").values[1].entry, entry) << valueEntryName(entry);
   }
   EXPECT_STREQ(valueEntryName(ValueEntry::Elements), "elements");
+}
+
+// Every form a checkpoint input takes is written by name and read back, and
+// each keeps the bytes the rewriter's conversion of it allocates.
+TEST(ProfileFormat, EveryInputFormRoundTripsWithTheBytesItKeeps) {
+  const std::pair<InputForm, int64_t> forms[] = {{InputForm::Tensor, 0},
+                                                 {InputForm::HeldOptional, 0},
+                                                 {InputForm::Number, 8},
+                                                 {InputForm::Bool, 1},
+                                                 {InputForm::OptionalWithFlag, 1}};
+  for (const auto& [form, bytes] : forms) {
+    Profile p = handMadeProfile();
+    p.values[1].input_form = form;
+    EXPECT_EQ(profileFromJson(profileToJson(p), "form.json").values[1].input_form, form) << inputFormName(form);
+    EXPECT_EQ(inputFormExtraBytes(form), bytes) << inputFormName(form);
+  }
+  EXPECT_STREQ(inputFormName(InputForm::OptionalWithFlag), "optional_with_flag");
+}
+
+// A value names a storage of the profile or none: any other id is damage.
+TEST(ProfileFormat, AValueNamingATensorThatIsNotThereIsRefused) {
+  Profile p = handMadeProfile();
+  nlohmann::json j = nlohmann::json::parse(profileToJson(p));
+  j["values"][1]["tensor"] = static_cast<int>(p.tensors.size());
+  EXPECT_THROW(profileFromJson(j.dump(), "dangling.json"), FormatError);
+  j["values"][1]["tensor"] = -1;
+  EXPECT_NO_THROW(profileFromJson(j.dump(), "none.json"));
 }
 
 // Reserved bytes are optional (the CPU allocator reports none): a profile

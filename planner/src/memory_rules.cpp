@@ -8,20 +8,14 @@ namespace acprof {
 
 namespace {
 
-// A number that enters a segment travels as a 0-dim tensor (the rewriter's
-// NumToTensor, graph_surgery.cpp), which the checkpoint keeps like any input:
-// int64 or double, 8 bytes; a bool, 1. An Optional[Tensor] that is not a
-// module attribute also brings its flag, a bool. Tiny, but a plan at its
-// floor is exact to the byte only with them.
-int64_t numberInputBytes(const Profile& profile, const SegmentBoundary& boundary) {
+// What a checkpoint keeps for the inputs that enter it as something other
+// than a recorded tensor: a number or bool as a 0-dim tensor, an optional's
+// flag (InputForm, profile_format.h).
+int64_t convertedInputBytes(const Profile& profile, const SegmentBoundary& boundary) {
   int64_t bytes = 0;
   for (int v : boundary.inputs) {
     const GraphValue& value = profile.values[v];
-    if (value.is_tensor || value.entry != ValueEntry::Input) continue;
-    if (value.type == "int" || value.type == "float") bytes += 8;
-    if (value.type == "bool") bytes += 1;
-    const bool attribute = value.producer_node >= 0 && profile.nodes[value.producer_node].kind == "prim::GetAttr";
-    if (value.type == "Optional[Tensor]" && !attribute) bytes += 1;
+    if (value.entry == ValueEntry::Input) bytes += inputFormExtraBytes(value.input_form);
   }
   return bytes;
 }
@@ -123,17 +117,13 @@ bool sumWaits(const ProfileIndex& index, const SegmentTiming& timing, const int*
   });
 }
 
-// The weight storage a value that needs grad lives on: the one static weight
-// of the value's size among the storages the node reads (-1: none, or not one).
-int weightReadAs(const ProfileIndex& index, int node, const GraphValue& value) {
-  int weight = -1;
-  for (const int* t = index.tensors_used_by_node.begin(node); t != index.tensors_used_by_node.end(node); ++t) {
-    const TensorRecord& r = index.profile.tensors[*t];
-    if (!index.isStatic(*t) || r.category != Category::Weight || r.bytes != value.bytes) continue;
-    if (weight >= 0 && weight != *t) return -1;
-    weight = *t;
-  }
-  return weight;
+// The weight storage a value that needs grad is: the static weight it was on
+// in the recorded run, whole (a view of a piece of it, a slice, has a gradient
+// of its own, summed apart), or -1.
+int weightReadAs(const ProfileIndex& index, const GraphValue& value) {
+  if (value.tensor < 0 || !index.isStatic(value.tensor)) return -1;
+  const TensorRecord& r = index.profile.tensors[value.tensor];
+  return r.category == Category::Weight && r.bytes == value.bytes ? r.id : -1;
 }
 
 // Whether the original added node's gradient of `value` (or of the weight it
@@ -199,7 +189,7 @@ void holdGradientToReturn(const ProfileIndex& index, const SegmentTiming& timing
 // the new sum stands for the held gradient: nothing to add.
 void heldWeightGradients(const ProfileIndex& index, const SegmentTiming& timing, int node, const GraphValue& value,
                          std::vector<LeafInterval>& held) {
-  const int weight = weightReadAs(index, node, value);
+  const int weight = weightReadAs(index, value);
   if (weight < 0) return;
   const int step = index.first_backward_step[node];
   bool sum_begun = false, first_in_segment = true;
@@ -242,7 +232,7 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
     // original added the view to that sum at once and let the gradient go;
     // the checkpoint keeps the view, and so the whole gradient, until it returns.
     const bool sum_waiting = sumWaits(index, timing, index.readers_of_value.begin(v), readers_end);
-    if (sum_waiting && weightReadAs(index, first, value) < 0) {
+    if (sum_waiting && weightReadAs(index, value) < 0) {
       if (handsOnView(index, first, v)) {
         timing.view_holding_nodes.push_back(first);
         if (!summedInPlace(index, first, v)) sumMadeAtReturn(index, first, v, timing);
@@ -369,7 +359,7 @@ void addReturnSums(const ProfileIndex& index, const SegmentBoundary& boundary, S
     for (const int* n = std::lower_bound(index.readers_of_value.begin(v), readers_end, timing.range.first_node);
          n != readers_end && *n <= timing.range.last_node; ++n) {
       if (index.first_backward_step[*n] < 0) continue;
-      const int weight = weightReadAs(index, *n, value);
+      const int weight = weightReadAs(index, value);
       uses.push_back(Use{weight >= 0 ? weight : -1 - v, index.last_backward_step[*n], *n, v});
     }
   }
@@ -434,7 +424,7 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   if (!timing.has_backward) return timing;
   const SegmentBoundary boundary = index.rules.boundary(range.first_node, range.last_node);
   for (int v : boundary.replayed_inputs) timing.kept_state_bytes += index.profile.values[v].bytes;
-  timing.kept_state_bytes += numberInputBytes(index.profile, boundary);
+  timing.kept_state_bytes += convertedInputBytes(index.profile, boundary);
   addHeldUseGradients(index, boundary, timing);
   addHeldOutputGradients(index, boundary, timing);
   addReturnSums(index, boundary, timing);

@@ -24,10 +24,11 @@ namespace {
 // an aggregate a Duplicable node built (a tuple or list construct), so its
 // reads list that aggregate's elements in place of it (ForwardNode::reads) and
 // none of them is the input itself; it has as many outputs as reads, the one
-// at value's position a tensor of the same size and need of grad as the read
-// there; and it allocated nothing and made no autograd node (a view of a
-// tensor that needs grad would have one). A TupleUnpack or ListUnpack of a
-// tuple or list built from tensors is such a node: a traced LSTMCell returns
+// at value's position on the storage the read there was on in the recorded
+// run (GraphValue::tensor), with its size (a view of a piece is not the
+// tensor) and need of grad; and it allocated nothing and made no autograd
+// node (a view of a tensor that needs grad would have one). A TupleUnpack or
+// ListUnpack of a tuple or list built from tensors is such a node: a traced LSTMCell returns
 // (h, c) as a tuple and unpacks it, so the c read after the cell is another
 // value on the c its tanh read.
 int passedOnFrom(const Profile& p, const FlatLists& produced, const GraphValue& value) {
@@ -42,7 +43,9 @@ int passedOnFrom(const Profile& p, const FlatLists& produced, const GraphValue& 
   const auto at = std::find(node.outputs.begin(), node.outputs.end(), value.name);
   if (at == node.outputs.end()) return -1;
   const GraphValue& read = p.values[node.reads[at - node.outputs.begin()]];
-  if (!read.is_tensor || read.bytes != value.bytes || read.requires_grad != value.requires_grad) return -1;
+  if (!read.is_tensor || read.tensor < 0 || read.tensor != value.tensor || read.bytes != value.bytes ||
+      read.requires_grad != value.requires_grad)
+    return -1;
   return read.id;
 }
 

@@ -1,7 +1,7 @@
 """The facts this package shares with the acprof binary, read from contract.json beside this file.
 
 The binary's build reads the same file (cmake/contract.cmake), so the profile's schema version,
-the phase and loss names and the error kinds' exit codes are stated once.
+the phase, category and loss names and the error kinds' exit codes are stated once.
 """
 
 import json
@@ -12,6 +12,8 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "contract.jso
 
 PROFILE_SCHEMA_VERSION = _CONTRACT["profile_schema_version"]
 PHASES = list(_CONTRACT["phases"])
+# The categories of a storage's bytes (profile_format.h Category), in the profile's order.
+CATEGORIES = list(_CONTRACT["categories"])
 LOSSES = tuple(_CONTRACT["losses"])
 # The exit code of each error kind, by its name ("usage", "bad_input", ...).
 EXIT_CODES = {kind["name"]: kind["exit_code"] for kind in _CONTRACT["error_kinds"]}

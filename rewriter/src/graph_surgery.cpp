@@ -235,21 +235,7 @@ class SegmentCutter {
     Node* producer = outer->node();
     switch (entry) {
       case ValueEntry::Input:
-        if (isTensor(outer)) return addSubgraphInput(outer, id);
-        if (isScalar(outer)) {
-          Value* as_tensor = graph_.insert(prim::NumToTensor, {outer});
-          return subgraph_->insert(scalarFromTensorOp(outer), {addSubgraphInput(as_tensor, id)});
-        }
-        // An Optional[Tensor] module attribute that holds a tensor (a conv's bias).
-        if (isOptionalTensor(outer) && producer->kind() == prim::GetAttr)
-          return addSubgraphInput(graph_.insertUncheckedCast(outer, c10::TensorType::get()), id);
-        if (isOptionalTensor(outer)) {
-          const auto [flag, tensor] = splitOptional(graph_, outer);
-          Value* inner_flag =
-              subgraph_->insert(aten::Bool, {addSubgraphInput(graph_.insert(prim::NumToTensor, {flag}), id)});
-          Value* inner_tensor = addSubgraphInput(tensor, id);
-          return joinOptional(*subgraph_, inner_flag, inner_tensor);
-        }
+        if (const std::optional<InputForm> form = inputFormOf(outer)) return importInput(outer, *form, id);
         break;
       case ValueEntry::Constant: {
         const auto attribute = attributeRead(outer, context_.module);
@@ -277,6 +263,30 @@ class SegmentCutter {
                                    "report it with the plan",
                                    index_, outer->debugName(), outer->type()->repr_str(), describe(producer)),
                        ErrorKind::Internal);
+  }
+
+  // An outside value as the checkpoint input(s) its form says (InputForm: the
+  // planner counts what each form keeps).
+  Value* importInput(Value* outer, InputForm form, int id) {
+    switch (form) {
+      case InputForm::Tensor:
+        return addSubgraphInput(outer, id);
+      case InputForm::HeldOptional:  // a conv's bias
+        return addSubgraphInput(graph_.insertUncheckedCast(outer, c10::TensorType::get()), id);
+      case InputForm::Number:
+      case InputForm::Bool: {
+        Value* as_tensor = graph_.insert(prim::NumToTensor, {outer});
+        return subgraph_->insert(scalarFromTensorOp(outer), {addSubgraphInput(as_tensor, id)});
+      }
+      case InputForm::OptionalWithFlag: {
+        const auto [flag, tensor] = splitOptional(graph_, outer);
+        Value* inner_flag =
+            subgraph_->insert(aten::Bool, {addSubgraphInput(graph_.insert(prim::NumToTensor, {flag}), id)});
+        Value* inner_tensor = addSubgraphInput(tensor, id);
+        return joinOptional(*subgraph_, inner_flag, inner_tensor);
+      }
+    }
+    return nullptr;  // not reached: the switch names every form
   }
 
   // The boundary's outputs, in its order, as subgraph outputs (scalars as 0-dim tensors).

@@ -309,6 +309,10 @@ void deriveProfile(Profile& profile, const MeasuredIteration& iteration) {
   // Forward argument i is graph value i + 1 (value 0 is the module itself).
   for (size_t i = 0; i < iteration.input_ptrs.size() && i + 1 < profile.values.size(); ++i)
     if (iteration.input_ptrs[i]) book.bindValue(profile.values[i + 1].name, iteration.input_ptrs[i]);
+  // Which storage each value was: a weight read through several values is one
+  // storage (the planner's weightReadAs), a tensor passed on unchanged another
+  // value on the same one (passedOnFrom).
+  for (GraphValue& value : profile.values) value.tensor = book.tensorOfValue(value.name);
   for (TensorRecord& t : profile.tensors) {
     if (t.free_event == -2) {
       t.free_event = profile.event_count;

@@ -13,13 +13,15 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kCategoryNames[kCategoryCount] = {
-    "weight", "gradient", "optimizer_state", "input", "activation", "temporary", "output"};
-// python/acprof/contract.json names the phases for the eager front end too.
+// python/acprof/contract.json names the categories and phases for the eager front end too.
+constexpr const auto& kCategoryNames = contract::kCategoryNames;
+static_assert(std::size(kCategoryNames) == kCategoryCount,
+              "python/acprof/contract.json names one category per acprof::Category");
 constexpr const auto& kPhaseNames = contract::kPhaseNames;
 static_assert(std::size(kPhaseNames) == kPhaseCount, "python/acprof/contract.json names one phase per acprof::Phase");
 constexpr const char* kCutRoleNames[] = {"compute", "duplicable", "barrier"};
 constexpr const char* kValueEntryNames[] = {"input", "clone", "constant", "blocked", "elements"};
+constexpr const char* kInputFormNames[] = {"tensor", "held_optional", "number", "bool", "optional_with_flag"};
 
 constexpr const char* kProfileFix = "re-run 'acprof profile' to regenerate it";
 
@@ -139,11 +141,13 @@ json valueToJson(const GraphValue& v) {
               {"producer_node", v.producer_node},
               {"type", v.type},
               {"entry", valueEntryName(v.entry)},
+              {"input_form", inputFormName(v.input_form)},
               {"can_leave", v.can_leave},
               {"is_tensor", v.is_tensor},
               {"requires_grad", v.requires_grad},
               {"needs_grad", v.needs_grad},
-              {"bytes", v.bytes}};
+              {"bytes", v.bytes},
+              {"tensor", v.tensor}};
 }
 
 GraphValue valueFromJson(const json& j, const std::string& where) {
@@ -153,12 +157,14 @@ GraphValue valueFromJson(const json& j, const std::string& where) {
   v.producer_node = field<int>(j, "producer_node", where);
   v.type = field<std::string>(j, "type", where);
   v.entry = namedField(j, "entry", where, valueEntryFromName);
+  v.input_form = namedField(j, "input_form", where, inputFormFromName);
   v.can_leave = field<bool>(j, "can_leave", where);
   v.is_tensor = field<bool>(j, "is_tensor", where);
   v.requires_grad = field<bool>(j, "requires_grad", where);
   // Absent in profiles written before the run observed it: the graph's answer stands.
   v.needs_grad = json_fields::optionalField<bool>(j, "needs_grad", {where, kProfileFix}).value_or(v.requires_grad);
   v.bytes = field<int64_t>(j, "bytes", where);
+  v.tensor = field<int>(j, "tensor", where);
   return v;
 }
 
@@ -312,6 +318,8 @@ void validate(const Profile& p, const std::string& where) {
     if (v.producer_node < -1 || v.producer_node >= node_count)
       bad(fmt::format("value {} names producer node {}", i, v.producer_node));
     if (v.bytes < 0 || v.bytes > kMaxProfileBytes) bad(fmt::format("value {} has {} bytes", i, v.bytes));
+    if (v.tensor < -1 || v.tensor >= static_cast<int>(p.tensors.size()))
+      bad(fmt::format("value {} names tensor {}", i, v.tensor));
   }
   for (int v : p.graph_outputs)
     if (v < 0 || v >= value_count) bad(fmt::format("the graph outputs name value {}", v));
@@ -376,6 +384,25 @@ ValueEntry valueEntryFromName(const std::string& name) {
   for (int i = 0; i < static_cast<int>(std::size(kValueEntryNames)); ++i)
     if (name == kValueEntryNames[i]) return static_cast<ValueEntry>(i);
   throw FormatError(fmt::format("unknown value entry '{}'", printable(name)));
+}
+
+const char* inputFormName(InputForm form) { return kInputFormNames[static_cast<int>(form)]; }
+
+InputForm inputFormFromName(const std::string& name) {
+  for (int i = 0; i < static_cast<int>(std::size(kInputFormNames)); ++i)
+    if (name == kInputFormNames[i]) return static_cast<InputForm>(i);
+  throw FormatError(fmt::format("unknown input form '{}'", printable(name)));
+}
+
+int64_t inputFormExtraBytes(InputForm form) {
+  switch (form) {
+    case InputForm::Number: return 8;
+    case InputForm::Bool:
+    case InputForm::OptionalWithFlag: return 1;
+    case InputForm::Tensor:
+    case InputForm::HeldOptional: break;
+  }
+  return 0;
 }
 
 Phase phaseFromName(const std::string& name) {

@@ -152,6 +152,8 @@ class FactsBuilder {
     // Entries depend on roles (a Duplicable producer's values are cloned).
     for (GraphValue& value : facts_.values) {
       value.entry = entryOf(value);
+      if (value.entry == ValueEntry::Input)
+        value.input_form = inputFormOf(graph_values_[value.id]).value_or(InputForm::Tensor);
       value.requires_grad = mayRequireGrad(value);
     }
     for (size_t id = 0; id < nodes_.size(); ++id) facts_.nodes[id].reads = rootsReadBy(static_cast<int>(id));
@@ -421,6 +423,15 @@ bool isScalar(const Value* value) {
 bool isOptionalTensor(const Value* value) {
   return !isTensor(value) && value->type()->isSubtypeOf(*c10::OptionalType::ofTensor()) &&
          value->type()->kind() != c10::TypeKind::NoneType;
+}
+
+std::optional<InputForm> inputFormOf(const Value* value) {
+  if (isTensor(value)) return InputForm::Tensor;
+  if (isOptionalTensor(value))
+    return value->node()->kind() == prim::GetAttr ? InputForm::HeldOptional : InputForm::OptionalWithFlag;
+  if (value->type()->kind() == c10::TypeKind::BoolType) return InputForm::Bool;
+  if (isScalar(value)) return InputForm::Number;
+  return std::nullopt;
 }
 
 std::optional<AttributeRef> attributeRead(const Value* value, const torch::jit::Module& module) {

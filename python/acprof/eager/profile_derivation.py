@@ -12,10 +12,8 @@ import bisect
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set
 
-from ..contract import PHASES, PROFILE_SCHEMA_VERSION
+from ..contract import CATEGORIES, PHASES, PROFILE_SCHEMA_VERSION
 from .event_stream import IterationRecord
-
-CATEGORIES = ["weight", "gradient", "optimizer_state", "input", "activation", "temporary", "output"]
 
 
 @dataclass
@@ -236,6 +234,9 @@ def derive_profile(meta: dict, nodes: List[dict], values: List[dict], graph_outp
                 value["bytes"] = step.input_bytes[i]
                 if step.input_ptrs[i] in live:
                     value_tensor.setdefault(value["name"], live[step.input_ptrs[i]])
+    # Which storage each value was (deriveProfile's GraphValue::tensor).
+    for value in values:
+        value["tensor"] = value_tensor.get(value["name"], -1)
 
     for t in tensors:
         if t["free_event"] == -2:

@@ -246,8 +246,9 @@ def _write(graph, measured, save_ptrs, inputs, loss, target, seed, command, path
               "role": n.role, "barrier_reason": n.barrier_reason, "reads": list(n.reads),
               "writes": list(n.writes), "forward_step": -1, "forward_time_us": 0.0, "backward_steps": []}
              for n in graph.nodes]
+    # Only tensors enter a segment as checkpoint inputs here (GraphValue.entry), so each as itself.
     values = [{"id": v.id, "name": v.name, "producer_node": v.producer_node, "type": v.type,
-               "entry": v.entry, "can_leave": v.can_leave, "is_tensor": v.is_tensor,
+               "entry": v.entry, "input_form": "tensor", "can_leave": v.can_leave, "is_tensor": v.is_tensor,
                "requires_grad": v.requires_grad, "needs_grad": v.requires_grad, "bytes": v.bytes}
               for v in graph.values]
     meta = {"model_path": f"eager:{type(graph.module).__module__}.{type(graph.module).__qualname__}",

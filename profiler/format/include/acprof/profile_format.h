@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "acprof/error.h"
 #include "acprof/contract.h"
+#include "acprof/error.h"
 #include "acprof/files.h"
 
 namespace acprof {
@@ -32,7 +32,8 @@ namespace acprof {
 // Stated in python/acprof/contract.json, which the eager front end writes by.
 inline constexpr int kProfileSchemaVersion = contract::kProfileSchemaVersion;
 
-// Categories in the spirit of PyTorch's memory timeline.
+// Categories in the spirit of PyTorch's memory timeline. Names:
+// python/acprof/contract.json, in this order.
 enum class Category {
   Weight,          // parameters and buffers
   Gradient,        // .grad of parameters, alive at the end of backward
@@ -42,7 +43,7 @@ enum class Category {
   Temporary,       // made and freed inside one phase (or any other transient)
   Output,          // the model's output and the loss
 };
-inline constexpr int kCategoryCount = 7;
+inline constexpr int kCategoryCount = static_cast<int>(Category::Output) + 1;
 using CategoryBytes = std::array<int64_t, kCategoryCount>;
 
 // Names: python/acprof/contract.json, in this order.
@@ -105,6 +106,25 @@ enum class ValueEntry {
 const char* valueEntryName(ValueEntry entry);
 ValueEntry valueEntryFromName(const std::string& name);  // throws FormatError
 
+// What a value that enters a segment as a checkpoint input (ValueEntry::Input)
+// is made into, since a checkpoint passes tensors only. Decided once from the
+// graph (cut_facts.h, inputFormOf); the rewriter makes it (graph_surgery.cpp)
+// and the planner counts what it keeps (inputFormExtraBytes).
+enum class InputForm {
+  Tensor,            // a tensor, as itself
+  HeldOptional,      // an Optional[Tensor] module attribute, as the tensor it holds
+  Number,            // an int or float, as a 0-dim int64 or double tensor
+  Bool,              // a bool, as a 0-dim bool tensor
+  OptionalWithFlag,  // any other Optional[Tensor], as its flag (a 0-dim bool) and its tensor
+};
+const char* inputFormName(InputForm form);
+InputForm inputFormFromName(const std::string& name);  // throws FormatError
+// The bytes a checkpoint keeps for a value of this form beyond the tensors
+// the profile records: the 0-dim tensor a number (8) or a bool (1) becomes,
+// an optional's flag (1). Tiny, but a plan at its floor is exact to the byte
+// only with them.
+int64_t inputFormExtraBytes(InputForm form);
+
 // One value of the forward graph's top level: a graph input or a node output.
 struct GraphValue {
   int id = 0;
@@ -112,12 +132,15 @@ struct GraphValue {
   int producer_node = -1;             // -1 for graph inputs
   std::string type;                   // "Tensor", "int", "List[Tensor]"
   ValueEntry entry = ValueEntry::Input;
+  InputForm input_form = InputForm::Tensor;  // what it becomes in a checkpoint that it enters as an input
   bool can_leave = false;             // can be a checkpoint output (tensor or scalar)
   bool is_tensor = false;
   bool requires_grad = false;         // may need grad (decided from the graph: cut_facts.h)
   bool needs_grad = false;            // needed grad in the recorded run (observed where the run saw
                                       // the value and nothing wrote it after; else requires_grad)
   int64_t bytes = 0;                  // observed numel * element size (what a copy allocates)
+  int tensor = -1;                    // the storage (Profile::tensors id) it was on in the recorded
+                                      // run; -1: none seen (not a tensor, a list, never run)
 };
 
 // One tensor storage. Static storages (weights, inputs, optimizer state,

@@ -38,6 +38,10 @@ GraphCutFacts describeCutFacts(const torch::jit::Module& module, const std::shar
 bool isTensor(const torch::jit::Value* value);
 bool isScalar(const torch::jit::Value* value);  // int, float or bool
 bool isOptionalTensor(const torch::jit::Value* value);
+// What a value of one of those kinds becomes in a checkpoint it enters as an
+// input (InputForm, profile_format.h), or nullopt for any other kind. The
+// profile records it (GraphValue::input_form); the rewriter makes it.
+std::optional<InputForm> inputFormOf(const torch::jit::Value* value);
 
 // The module attribute that a chain of prim::GetAttr from the graph's self reads.
 struct AttributeRef {
