@@ -1,7 +1,7 @@
 # Generates acprof/contract.h from python/acprof/contract.json: the facts the
 # binary and the Python package share (the profile's schema version, the phase,
-# category and loss names, the error kinds' names and exit codes) are stated once, in the
-# JSON the package ships, and the C++ reads them as constants.
+# category and loss names, the error kinds' names and exit codes) are stated
+# once, in the JSON the package ships, and the C++ reads them as constants.
 
 # The JSON array `key` of strings as C++ string literals, comma-separated, in `out`.
 function(acprof_contract_strings contract key out)

@@ -8,7 +8,8 @@
     checkpointed = eager.apply_plan(model, "plan.json", graph=graph)
     loss = ...(checkpointed(*inputs)); loss.backward()            # trains model's parameters
 
-profile.json is the format `acprof profile` writes (schema 2); the planner plans it unchanged.
+profile.json is the format `acprof profile` writes (its schema version is contract.json's); the planner
+plans it unchanged.
 """
 
 from .apply import CheckpointedModule, PlanMismatch, apply_plan
