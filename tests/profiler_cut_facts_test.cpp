@@ -227,6 +227,47 @@ def forward(self, x):
   EXPECT_EQ(d.node("aten::matmul").role, CutRole::Compute);
 }
 
+// What each kind of value becomes in a checkpoint it enters is recorded once,
+// from the graph: the planner counts its bytes from this, the rewriter makes
+// it with the same function.
+TEST(CutFacts, EachValueThatEntersACheckpointRecordsTheFormItTakesThere) {
+  torch::jit::Module module = moduleWithWeight("acprof_test.Forms");
+  module.register_attribute("bias", c10::OptionalType::ofTensor(), at::zeros({8}));
+  module.define(R"JIT(
+def forward(self, x, count: int, scale: float, flag: bool, mask: Optional[Tensor]):
+    h = torch.matmul(x, self.w) * scale + count
+    bias = self.bias
+    if bias is not None:
+        h = h + bias
+    if mask is not None:
+        h = h * mask
+    if flag:
+        h = torch.relu(h)
+    return h
+)JIT");
+  const Described d = describe(module);
+  const std::pair<std::string, InputForm> expected[] = {{"x", InputForm::Tensor},
+                                                        {"count", InputForm::Number},
+                                                        {"scale", InputForm::Number},
+                                                        {"flag", InputForm::Bool},
+                                                        {"mask", InputForm::OptionalWithFlag}};
+  for (const auto& [name, form] : expected) {
+    const GraphValue* value = d.valueNamed(name);
+    ASSERT_NE(value, nullptr) << name;
+    EXPECT_EQ(value->entry, ValueEntry::Input) << name;
+    EXPECT_EQ(value->input_form, form) << name << " recorded as " << inputFormName(value->input_form);
+  }
+  int held_optionals = 0;
+  for (const GraphValue& value : d.facts.values) {
+    if (value.producer_node < 0 || d.facts.nodes[value.producer_node].kind != "prim::GetAttr") continue;
+    if (value.type != "Optional[Tensor]") continue;
+    ++held_optionals;
+    EXPECT_EQ(value.entry, ValueEntry::Input) << value.name;
+    EXPECT_EQ(value.input_form, InputForm::HeldOptional) << value.name;
+  }
+  EXPECT_EQ(held_optionals, 1);
+}
+
 // A branch that raises is recomputed like any node: forward did not raise.
 TEST(CutFacts, BranchesThatOnlyRaiseAreComputeNodes) {
   torch::jit::Module module = moduleWithWeight("acprof_test.Check");
