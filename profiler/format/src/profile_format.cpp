@@ -23,6 +23,14 @@ constexpr const char* kCutRoleNames[] = {"compute", "duplicable", "barrier"};
 constexpr const char* kValueEntryNames[] = {"input", "clone", "constant", "blocked", "elements"};
 constexpr const char* kInputFormNames[] = {"tensor", "held_optional", "number", "bool", "optional_with_flag"};
 
+// The enumerator named `name`: its position in `names`, the enum's order.
+template <typename Enum, size_t N>
+Enum enumNamed(const char* const (&names)[N], const std::string& name, const char* what) {
+  for (size_t i = 0; i < N; ++i)
+    if (name == names[i]) return static_cast<Enum>(i);
+  throw FormatError(fmt::format("unknown {} '{}'", what, printable(name)));
+}
+
 constexpr const char* kProfileFix = "re-run 'acprof profile' to regenerate it";
 
 template <typename T>
@@ -366,32 +374,22 @@ const char* categoryName(Category category) { return kCategoryNames[static_cast<
 const char* phaseName(Phase phase) { return kPhaseNames[static_cast<int>(phase)]; }
 
 Category categoryFromName(const std::string& name) {
-  for (int i = 0; i < kCategoryCount; ++i)
-    if (name == kCategoryNames[i]) return static_cast<Category>(i);
-  throw FormatError(fmt::format("unknown tensor category '{}'", printable(name)));
+  return enumNamed<Category>(kCategoryNames, name, "tensor category");
 }
 
 const char* cutRoleName(CutRole role) { return kCutRoleNames[static_cast<int>(role)]; }
 const char* valueEntryName(ValueEntry entry) { return kValueEntryNames[static_cast<int>(entry)]; }
 
-CutRole cutRoleFromName(const std::string& name) {
-  for (int i = 0; i < static_cast<int>(std::size(kCutRoleNames)); ++i)
-    if (name == kCutRoleNames[i]) return static_cast<CutRole>(i);
-  throw FormatError(fmt::format("unknown node role '{}'", printable(name)));
-}
+CutRole cutRoleFromName(const std::string& name) { return enumNamed<CutRole>(kCutRoleNames, name, "node role"); }
 
 ValueEntry valueEntryFromName(const std::string& name) {
-  for (int i = 0; i < static_cast<int>(std::size(kValueEntryNames)); ++i)
-    if (name == kValueEntryNames[i]) return static_cast<ValueEntry>(i);
-  throw FormatError(fmt::format("unknown value entry '{}'", printable(name)));
+  return enumNamed<ValueEntry>(kValueEntryNames, name, "value entry");
 }
 
 const char* inputFormName(InputForm form) { return kInputFormNames[static_cast<int>(form)]; }
 
 InputForm inputFormFromName(const std::string& name) {
-  for (int i = 0; i < static_cast<int>(std::size(kInputFormNames)); ++i)
-    if (name == kInputFormNames[i]) return static_cast<InputForm>(i);
-  throw FormatError(fmt::format("unknown input form '{}'", printable(name)));
+  return enumNamed<InputForm>(kInputFormNames, name, "input form");
 }
 
 int64_t inputFormExtraBytes(InputForm form) {
@@ -405,11 +403,7 @@ int64_t inputFormExtraBytes(InputForm form) {
   return 0;
 }
 
-Phase phaseFromName(const std::string& name) {
-  for (int i = 0; i < kPhaseCount; ++i)
-    if (name == kPhaseNames[i]) return static_cast<Phase>(i);
-  throw FormatError(fmt::format("unknown phase '{}'", printable(name)));
-}
+Phase phaseFromName(const std::string& name) { return enumNamed<Phase>(kPhaseNames, name, "phase"); }
 
 const ForwardNode* Profile::findNode(int id) const {
   if (id < 0 || id >= static_cast<int>(nodes.size())) return nullptr;
