@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "acprof/command_budget.h"
 #include "acprof/error.h"
 #include "acprof/files.h"
 #include "acprof/input_spec.h"
@@ -76,6 +77,7 @@ void runProfile(const ProfileArgs& args) {
   RecordOptions options = args.record;
   options.run.executor_optimize = args.jit_optimize == "on";
   options.command_line = commandLine();
+  options.keep_to_step_budget = true;
   const std::vector<std::string> inputs = {options.model_path};
   checkOutputPath(args.output, inputs);
   if (!args.html.empty()) checkOutputPath(args.html, inputs);
@@ -116,8 +118,10 @@ void addProfileCommand(CLI::App& app) {
   cmd->add_option("--warmup", args->record.run.warmup_iters, "warm-up iterations, never measured (default 1)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--iters", args->record.run.measured_iters,
-                  "most measured iterations; times are their medians (default 5: two are measured, more only while "
-                  "their times differ by over 2 %)")
+                  fmt::format("most measured iterations; times are their medians (default 5: two are measured, more only "
+                              "while their times differ by over 2 % and one more keeps the profile within {:g} "
+                              "training steps, process start included)",
+                              kProfileStepBudget))
       ->check(CLI::PositiveNumber);
   cmd->add_option("--device", args->record.run.device, "cpu or cuda[:N]");
   cmd->add_option("--jit-optimize", args->jit_optimize,

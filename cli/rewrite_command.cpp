@@ -215,6 +215,7 @@ const char* timingStopName(TimingStop stop) {
   switch (stop) {
     case TimingStop::Precise: return "precise";
     case TimingStop::TimeLimit: return "time_limit";
+    case TimingStop::StepBudget: return "step_budget";
     case TimingStop::PairLimit: return "pair_limit";
   }
   throw Error(ErrorKind::Internal, fmt::format("timingStopName: no name for TimingStop {}", static_cast<int>(stop)));
@@ -351,7 +352,7 @@ void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchsc
   if (args.time_rounds > 0) {
     if (options.progress) options.progress("timing both models");
     if (!pair) pair = std::make_shared<TrainingPair>(result.model_path, result.output_path, *step);
-    times = timeRewrite(*pair, args.time_rounds);
+    times = timeRewrite(*pair, args.time_rounds, /*keep_to_step_budget=*/true);
   }
   if (options.progress) options.progress("re-profiling the rewritten model");
   const Profile after = profileRewrittenModel(before->meta, result.output_path, pair.get(), options.progress);
@@ -396,10 +397,10 @@ void addRewriteCommand(CLI::App& app) {
   command->add_option("--time-rounds", args->time_rounds,
                       fmt::format("pairs of training steps (original, rewritten) timed for the extra-time line: "
                                   "at least this many, more (up to {}) while under {:g} s in all, or while the "
-                                  "median's standard error is over {:g}% of the step and under {:g} s in all "
-                                  "(default {}; 0: skip)",
+                                  "median's standard error is over {:g}% of the step, under {:g} s in all, and one "
+                                  "more keeps the rewrite within {:g} of the original's steps (default {}; 0: skip)",
                                   kMostTimedRounds, kLeastTimedSeconds, 100 * kTimedStandardError, kMostTimedSeconds,
-                                  kDefaultTimedRounds))
+                                  kRewriteStepBudget, kDefaultTimedRounds))
       ->check(CLI::NonNegativeNumber);
   command->add_option("--report-dir", args->report_dir,
                       "where profile.before.json, profile.after.json and report.html go (default: the output's directory)");

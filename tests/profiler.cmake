@@ -8,7 +8,7 @@ endif()
 acprof_add_test(profiler_tests
   SOURCES profiler_input_spec_test.cpp profiler_recorder_test.cpp profiler_cli_test.cpp profiler_cut_facts_test.cpp
           profiler_loss_test.cpp profiler_kernel_time_table_test.cpp profiler_measured_iterations_test.cpp
-  LIBS acprof_recorder
+  LIBS acprof_recorder acprof_command_budget
   FIXTURES test_models)
 # The kernel time table (its CUPTI timer's bookkeeping) and the measured-iteration rule are the recorder's internals.
 target_include_directories(profiler_tests PRIVATE ${CMAKE_SOURCE_DIR}/profiler/recorder/src)

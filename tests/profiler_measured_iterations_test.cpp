@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "acprof/command_budget.h"
+
 namespace acprof {
 namespace {
 
@@ -34,6 +36,31 @@ TEST(MeasuredIterations, TheSpreadIsAShareOfTheMedian) {
 TEST(MeasuredIterations, FewerAskedThanTwoAreMeasuredExactly) {
   EXPECT_TRUE(moreIterationsWanted({}, 1));
   EXPECT_FALSE(moreIterationsWanted({100.0}, 1));
+}
+
+// Steps of a second that disagree by 10 %: the agreement rule wants a third,
+// which the budget of kProfileStepBudget plain steps allows only while it fits.
+TEST(MeasuredIterations, OneMoreIterationIsMeasuredOnlyWhileItFitsTheProfilesStepBudget) {
+  const std::vector<double> disagreeing = {1.0e6, 1.1e6};
+  ASSERT_TRUE(moreIterationsWanted(disagreeing, 5)) << "no budget: the agreement rule alone";
+  const double after = kDerivingAndWritingSeconds;
+  // One more (its median, 1.05 s) and the writing after it, on top of what was spent.
+  const double room = kProfileStepBudget * 1.0 - 1.05 - after;
+  EXPECT_TRUE(moreIterationsWanted(disagreeing, 5, ProfileCost{room - 0.01, 1.0, after}));
+  EXPECT_FALSE(moreIterationsWanted(disagreeing, 5, ProfileCost{room + 0.01, 1.0, after}));
+  // The step is the plain one: probes that make iterations 20 % longer leave less room.
+  EXPECT_FALSE(moreIterationsWanted(disagreeing, 5, ProfileCost{room - 0.01, 0.8, after}));
+  // Agreeing iterations stop however much room is left.
+  EXPECT_FALSE(moreIterationsWanted({1.0e6, 1.001e6}, 5, ProfileCost{0, 1.0, after}));
+}
+
+// Steps of milliseconds: the process start alone is over any budget in steps,
+// and iterations that have taken under kLeastRoundSeconds are measured anyway.
+TEST(MeasuredIterations, ShortIterationsAreMeasuredWhateverTheBudgetUntilHalfASecond) {
+  const ProfileCost started{1.0, 0.001, kDerivingAndWritingSeconds};
+  EXPECT_TRUE(moreIterationsWanted({1000.0, 1100.0}, 5, started));
+  const double each_us = 0.6 * kLeastRoundSeconds * 1e6;
+  EXPECT_FALSE(moreIterationsWanted({each_us, 1.1 * each_us}, 5, ProfileCost{2.0, each_us / 1e6, 0}));
 }
 
 }  // namespace

@@ -362,13 +362,17 @@ TEST(RewriteTiming, ShortOrNoisyStepsAreTimedInMorePairsThanAsked) {
   EXPECT_GE(pairs, 2) << rewritten.out;
   EXPECT_LE(pairs, 50) << rewritten.out;
   // The limits are rewriter.h's (the test stays torch-free): kMostTimedRounds,
-  // kLeastTimedSeconds, kMostTimedSeconds and kTimedStandardError.
+  // kLeastTimedSeconds, kMostTimedSeconds, kTimedStandardError and the step budget.
   if (stopped_by == "precise") {
     ASSERT_TRUE(match[4].matched) << rewritten.out;
     EXPECT_LE(std::stod(match[4]), 2.0) << rewritten.out;
     EXPECT_LE(time.at("extra_share_error").get<double>(), 0.02) << time;
   } else if (stopped_by == "time_limit") {
     EXPECT_GE(timed_seconds, 10.0 - 1e-9) << time;
+  } else if (stopped_by == "step_budget") {
+    // One more pair would have taken the command past its budget of steps:
+    // never before the least time (checked below) or under the 10 s limit.
+    EXPECT_LT(timed_seconds, 10.0) << time;
   } else {
     EXPECT_EQ(stopped_by, "pair_limit") << time;
     EXPECT_EQ(pairs, 50) << time;

@@ -96,5 +96,19 @@ TEST(StepTiming, TheStopNamesTheLimitThatEndedThePairs) {
   EXPECT_EQ(whyTimingStops(asked, 0.1, 60), TimingStop::PairLimit);
 }
 
+// The rewrite's budget of steps (timeRewrite's `another_pair_fits`) ends
+// imprecise pairs past kLeastTimedSeconds; it never ends pairs that are
+// precise (they stop as precise), short ones, or fewer than asked for.
+TEST(StepTiming, AnotherPairThatDoesNotFitTheStepBudgetEndsImprecisePairs) {
+  const double past_least = 2 * kLeastTimedSeconds;
+  ASSERT_FALSE(whyTimingStops(kNoisyShares, past_least, 5, true).has_value());
+  EXPECT_EQ(whyTimingStops(kNoisyShares, past_least, 5, false), TimingStop::StepBudget);
+  EXPECT_EQ(whyTimingStops(kQuietShares, past_least, 5, false), TimingStop::Precise);
+  EXPECT_FALSE(whyTimingStops(kNoisyShares, 0.5 * kLeastTimedSeconds, 5, false).has_value());
+  EXPECT_FALSE(whyTimingStops({0.1, 0.3}, past_least, 3, false).has_value());
+  // The 10 s limit is named as such where both have passed.
+  EXPECT_EQ(whyTimingStops(kNoisyShares, kMostTimedSeconds, 5, false), TimingStop::TimeLimit);
+}
+
 }  // namespace
 }  // namespace acprof

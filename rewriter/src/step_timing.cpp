@@ -57,7 +57,7 @@ std::optional<double> medianStandardError(std::vector<double> values) {
 }
 
 std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares, double timed_seconds,
-                                         int min_rounds) {
+                                         int min_rounds, bool another_pair_fits) {
   const int rounds = static_cast<int>(extra_shares.size());
   if (rounds < min_rounds) return std::nullopt;
   if (rounds >= kMostTimedRounds) return TimingStop::PairLimit;
@@ -66,10 +66,11 @@ std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares
   const std::optional<double> error = medianStandardError(extra_shares);
   if (error && *error <= kTimedStandardError) return TimingStop::Precise;
   if (timed_seconds >= kMostTimedSeconds) return TimingStop::TimeLimit;
+  if (!another_pair_fits) return TimingStop::StepBudget;
   return std::nullopt;
 }
 
-StepTimes timeRewrite(TrainingPair& pair, int min_rounds) {
+StepTimes timeRewrite(TrainingPair& pair, int min_rounds, bool keep_to_step_budget) {
   const StepConfig& config = pair.config;
   const ExecutorModeGuard executor_mode(/*optimize=*/false);
   const IntraOpThreadsGuard threads(config.run.intra_op_threads);
@@ -90,7 +91,17 @@ StepTimes timeRewrite(TrainingPair& pair, int min_rounds) {
   std::vector<double> original_us, rewritten_us, extra_shares;
   double timed_us = 0;
   std::optional<TimingStop> stop;
-  while (min_rounds > 0 && !(stop = whyTimingStops(extra_shares, timed_us / 1e6, min_rounds))) {
+  // Whether one more pair, the re-profile and the files after it keep the
+  // command within its budget of the original's steps, counted from the
+  // process start.
+  const auto anotherPairFits = [&] {
+    if (!keep_to_step_budget || original_us.empty()) return true;
+    const double original_s = median(original_us) / 1e6, rewritten_s = median(rewritten_us) / 1e6;
+    const double after_s = kReprofileSteps * rewritten_s + kDerivingAndWritingSeconds;
+    return processAgeSeconds() + original_s + rewritten_s + after_s <= kRewriteStepBudget * original_s;
+  };
+  while (min_rounds > 0 &&
+         !(stop = whyTimingStops(extra_shares, timed_us / 1e6, min_rounds, anotherPairFits()))) {
     // Every other pair runs the rewritten model first, so that neither model
     // always inherits the other's caches and allocator state.
     const bool rewritten_first = extra_shares.size() % 2 == 1;

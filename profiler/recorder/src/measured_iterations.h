@@ -3,6 +3,7 @@
 // the rule is tested without running a model.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 namespace acprof {
@@ -18,11 +19,24 @@ constexpr int kFewestMeasuredIterations = 2;
 // such iteration costs one more, not all up to --iters.
 constexpr double kAgreeingIterationSpread = 0.02;
 
+// Where the profile's cost stands when one more iteration is considered
+// (command_budget.h): the command's wall time so far, process start included;
+// one plain training step (the iterations' median less what the probes add);
+// and what the command still runs after its last iteration.
+struct ProfileCost {
+  double spent_seconds = 0;
+  double step_seconds = 0;
+  double after_seconds = 0;
+};
+
 // Whether to measure one more iteration after those timed in `iteration_us`:
 // yes below min(kFewestMeasuredIterations, most_iterations), no at
 // `most_iterations` (--iters), and in between until more than half of them
 // lie within a spread (largest minus smallest) of kAgreeingIterationSpread of
-// the median of all.
-bool moreIterationsWanted(const std::vector<double>& iteration_us, int most_iterations);
+// the median of all, and, where `cost` is given, only while one more of them
+// keeps the profile within kProfileStepBudget steps or the iterations so far
+// have taken under kLeastRoundSeconds.
+bool moreIterationsWanted(const std::vector<double>& iteration_us, int most_iterations,
+                          const std::optional<ProfileCost>& cost = std::nullopt);
 
 }  // namespace acprof

@@ -26,6 +26,7 @@
 #include "acprof/training_step.h"
 #include "instrumented_graph.h"
 #include "kernel_time_table.h"
+#include "acprof/command_budget.h"
 #include "measured_iterations.h"
 #include "recording_session.h"
 #include "acprof/event_stream.h"
@@ -325,21 +326,30 @@ bool isForwardNodeStep(const IterationRecord& record, size_t s) {
   return record.steps[s].phase == Phase::Forward && record.steps[s].node >= 0;
 }
 
+// The forward node steps' time added up, and how many there are.
+struct ForwardStepsTime {
+  double us = 0;
+  int steps = 0;
+};
+ForwardStepsTime forwardStepsTime(const IterationRecord& record, const std::vector<double>& step_time_us) {
+  ForwardStepsTime forward;
+  for (size_t s = 0; s < record.steps.size(); ++s) {
+    if (!isForwardNodeStep(record, s)) continue;
+    forward.us += step_time_us[s];
+    ++forward.steps;
+  }
+  return forward;
+}
+
 // Wall-clock forward step times include the marker and observer probes around
 // each node; the plain forward of the same mode does not. The difference,
 // spread evenly over the forward steps, is the probes' cost per step (0 where
 // the plain forward took as long).
 double probeCostPerStepUs(const IterationRecord& record, double plain_forward_us,
                           const std::vector<double>& step_time_us) {
-  double instrumented_us = 0;
-  int forward_steps = 0;
-  for (size_t s = 0; s < record.steps.size(); ++s) {
-    if (!isForwardNodeStep(record, s)) continue;
-    instrumented_us += step_time_us[s];
-    ++forward_steps;
-  }
-  if (forward_steps == 0 || plain_forward_us >= instrumented_us) return 0;
-  return (instrumented_us - plain_forward_us) / forward_steps;
+  const ForwardStepsTime instrumented = forwardStepsTime(record, step_time_us);
+  if (instrumented.steps == 0 || plain_forward_us >= instrumented.us) return 0;
+  return (instrumented.us - plain_forward_us) / instrumented.steps;
 }
 
 // Takes the probes' cost out of each forward step's time (never below 0), so
@@ -360,6 +370,20 @@ std::vector<double> stepDurationsUs(const IterationRecord& record) {
     durations[i] = s.gpu_time_us >= 0 ? s.gpu_time_us : static_cast<double>(end - s.start_ns) / 1000.0;
   }
   return durations;
+}
+
+// Where the profile's cost stands (measured_iterations.h): a plain step is a
+// measured iteration's median less what the probes added to its forward
+// (measured by the plain forward, or given); what is left to run is deriving
+// and writing the profile.
+ProfileCost profileCost(const IterationRecord& record, const std::vector<double>& iteration_us,
+                        const std::vector<double>& plain_forward_us, const std::optional<double>& probe_cost_us) {
+  const ForwardStepsTime forward = forwardStepsTime(record, stepDurationsUs(record));
+  double probes_us = 0;
+  if (probe_cost_us) probes_us = *probe_cost_us * forward.steps;
+  else if (!plain_forward_us.empty()) probes_us = std::max(0.0, forward.us - plain_forward_us.front());
+  const double step_seconds = std::max(0.0, median(iteration_us) - probes_us) / 1e6;
+  return ProfileCost{processAgeSeconds(), step_seconds, kDerivingAndWritingSeconds};
 }
 
 void checkDevice(const std::string& device) {
@@ -424,12 +448,12 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
     clearGradients(module);
     statics = staticStorages(module, run, optimizer);
     std::vector<double> iteration_us;
-    while (moreIterationsWanted(iteration_us, options.run.measured_iters)) {
+    auto measureIteration = [&] {
       progress(fmt::format("measured iteration {} (at most {})", measured.size() + 1, options.run.measured_iters));
       const int64_t start_ns = nowNs();
       measured.push_back(runner.runOnce(instrumented));
       iteration_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
-    }
+    };
     // A plain forward (no probes) in the same mode: the probes' cost, which the
     // forward step times then do not carry (on small ops it rivals the op).
     // A forward alone: its output and autograd graph are dropped at once, as
@@ -453,10 +477,20 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
       if (device_type == c10::DeviceType::CUDA) torch::cuda::synchronize();
       times_us.push_back(static_cast<double>(nowNs() - start_ns) / 1000.0);
     };
+    // The fewest iterations, then the plain forward, so that the profile's
+    // cost in plain steps is known when more iterations are considered.
+    while (static_cast<int>(measured.size()) < std::min(kFewestMeasuredIterations, options.run.measured_iters))
+      measureIteration();
     if (!options.probe_cost_us) {
       progress("plain forward: what the probes cost");
       timedForward(plain_forward_us);
     }
+    while (moreIterationsWanted(iteration_us, options.run.measured_iters,
+                                options.keep_to_step_budget
+                                    ? std::optional(profileCost(measured.back().record, iteration_us, plain_forward_us,
+                                                                options.probe_cost_us))
+                                    : std::nullopt))
+      measureIteration();
     if (options.measure_forward_without_grad) {
       const at::NoGradGuard no_grad;
       timedForward(no_grad_forward_us);

@@ -24,6 +24,7 @@
 
 #include <torch/script.h>
 
+#include "acprof/command_budget.h"
 #include "acprof/error.h"
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
@@ -100,7 +101,7 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
 // instead (the state a warm-up step makes), untimed.
 constexpr int kDefaultTimedRounds = 2;
 constexpr int kMostTimedRounds = 50;
-constexpr double kLeastTimedSeconds = 0.5;
+constexpr double kLeastTimedSeconds = kLeastRoundSeconds;
 constexpr double kMostTimedSeconds = 10.0;
 constexpr double kTimedStandardError = 0.02;
 // Why the pairs stopped, so that a reader of the result can tell a precise
@@ -108,6 +109,7 @@ constexpr double kTimedStandardError = 0.02;
 enum class TimingStop {
   Precise,    // the median share's standard error is within kTimedStandardError
   TimeLimit,  // the pairs' steps have taken kMostTimedSeconds
+  StepBudget,  // one more pair would take the rewrite past kRewriteStepBudget of the original's steps
   PairLimit,  // kMostTimedRounds pairs, or the pairs asked for where more
 };
 struct StepTimes {
@@ -123,7 +125,14 @@ struct StepTimes {
   double timed_seconds = 0;
   TimingStop stopped_by = TimingStop::PairLimit;
 };
-StepTimes timeRewrite(TrainingPair& pair, int min_rounds);
+// `keep_to_step_budget`: pairs beyond the fewest only while one more keeps the
+// command, counted from this process's start, within kRewriteStepBudget of the
+// original's steps (command_budget.h); `acprof rewrite` does.
+StepTimes timeRewrite(TrainingPair& pair, int min_rounds, bool keep_to_step_budget = false);
+// What the rewrite runs after its pairs, in the rewritten model's steps: the
+// re-profile's one instrumented iteration (1.16 of the rewritten step on
+// gpt_cost, docs/command-cost.md); deriving and writing come on top.
+constexpr double kReprofileSteps = 1.2;
 
 // The standard error of the median of `values`, from their interquartile
 // range (1.2533 sigma / sqrt(n), sigma = IQR / 1.349, as for normal noise):
@@ -140,9 +149,12 @@ std::optional<double> medianStandardError(std::vector<double> values);
 // under kMostTimedSeconds: one step to the next varied by ±15 % on a shared
 // 2-core machine, so five pairs left the median uncertain by about 10 % of the
 // step, while on a quiet one two pairs agree within 4 % and the rewrite stops
-// there (issue 36: a rewrite in at most ten steps).
+// there (issue 36: a rewrite in at most ten steps). And, past
+// kLeastTimedSeconds, no more once `another_pair_fits` is false: the
+// command's step budget (timeRewrite) outranks the pairs' precision, whose
+// standard error the result then states.
 std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares, double timed_seconds,
-                                         int min_rounds);
+                                         int min_rounds, bool another_pair_fits = true);
 
 struct RewriteOptions {
   std::string model_path;   // empty: the plan's model_path

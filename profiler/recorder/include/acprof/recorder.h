@@ -41,6 +41,11 @@ struct RecordOptions {
   // re-profile of a rewrite takes the original profile's meta.probe_cost_us):
   // no plain forward is timed to measure it again.
   std::optional<double> probe_cost_us;
+  // Holds the measured iterations beyond the fewest to the profile's budget of
+  // kProfileStepBudget training steps, counted from this process's start
+  // (command_budget.h): `acprof profile` does; a library caller's process age
+  // says nothing of what its profile cost.
+  bool keep_to_step_budget = false;
   // Whose gradient each storage is (tensors[].gradient_of, gradient_hooks.h).
   // Off only to show that the hooks change nothing else a profile says.
   bool record_gradients = true;
