@@ -219,13 +219,36 @@ def main():
           f"{args.model}: the original module's own eager step peaks at {before['peak_bytes']} B, the profiled "
           f"peak {baseline} B (the captured graph runs the module's step, memory included)")
     check(measured <= budget, f"{args.model}: measured peak {measured} B within the budget {budget} B")
+    # The original trained twice from the same state first: where torch's own steps differ from
+    # one run to the next (a kernel whose sums depend on threads or alignment), the comparison
+    # with the checkpointed model says nothing of acprof, and the test says so instead.
+    original_again = copy.deepcopy(original)
     losses_before, trained_before = train_three_steps(original, inputs, loss, target, args.autocast)
+    losses_again, trained_again = train_three_steps(original_again, inputs, loss, target, args.autocast)
     losses_after, trained_after = train_three_steps(cut, inputs, loss, target, args.autocast)
-    check(all(torch.equal(a, b) for a, b in zip(losses_before, losses_after)) and
-          all(torch.equal(trained_before[n], trained_after["module." + n]) for n in trained_before),
-          f"{args.model}: three AdamW steps: losses {[round(x.item(), 6) for x in losses_after]} and every "
-          "parameter after them equal the original's bit for bit")
+    unreproducible = first_difference(losses_before, trained_before, losses_again, trained_again, "")
+    if unreproducible:
+        print(f"note  {args.model}: the original's own three AdamW steps differ from run to run ({unreproducible}): "
+              "torch is not reproducible here, so the checkpointed model's steps are not compared")
+    else:
+        difference = first_difference(losses_before, trained_before, losses_after, trained_after, "module.")
+        check(difference is None,
+              f"{args.model}: three AdamW steps: losses {[round(x.item(), 6) for x in losses_after]} and every "
+              f"parameter after them equal the original's bit for bit (first difference: {difference})")
     return 1 if failures else 0
+
+
+def first_difference(losses, parameters, other_losses, other_parameters, other_prefix):
+    """Where two three-step trainings first differ (a loss, else a parameter, with the largest
+    difference), or None where they are bit for bit equal."""
+    for step, (a, b) in enumerate(zip(losses, other_losses)):
+        if not torch.equal(a, b):
+            return f"loss of step {step + 1}: {a.item()!r} vs {b.item()!r}"
+    for name, value in parameters.items():
+        other = other_parameters[other_prefix + name]
+        if not torch.equal(value, other):
+            return f"parameter {name}, max |difference| {(value - other).abs().max().item()}"
+    return None
 
 
 if __name__ == "__main__":
