@@ -372,16 +372,21 @@ std::vector<double> stepDurationsUs(const IterationRecord& record) {
   return durations;
 }
 
+// What the probes add to each forward step: the cost given (a re-profile
+// takes the original profile's), else what the plain forward measured.
+double probeCostPerStepUs(const IterationRecord& record, const std::vector<double>& step_time_us,
+                          const std::vector<double>& plain_forward_us, const std::optional<double>& given_us) {
+  return given_us ? *given_us : probeCostPerStepUs(record, median(plain_forward_us), step_time_us);
+}
+
 // Where the profile's cost stands (measured_iterations.h): a plain step is a
-// measured iteration's median less what the probes added to its forward
-// (measured by the plain forward, or given); what is left to run is deriving
-// and writing the profile.
+// measured iteration's median less what the probes added to its forward; what
+// is left to run is deriving and writing the profile.
 ProfileCost profileCost(const IterationRecord& record, const std::vector<double>& iteration_us,
                         const std::vector<double>& plain_forward_us, const std::optional<double>& probe_cost_us) {
-  const ForwardStepsTime forward = forwardStepsTime(record, stepDurationsUs(record));
-  double probes_us = 0;
-  if (probe_cost_us) probes_us = *probe_cost_us * forward.steps;
-  else if (!plain_forward_us.empty()) probes_us = std::max(0.0, forward.us - plain_forward_us.front());
+  const std::vector<double> step_us = stepDurationsUs(record);
+  const double probes_us = probeCostPerStepUs(record, step_us, plain_forward_us, probe_cost_us) *
+                           forwardStepsTime(record, step_us).steps;
   const double step_seconds = std::max(0.0, median(iteration_us) - probes_us) / 1e6;
   return ProfileCost{processAgeSeconds(), step_seconds, kDerivingAndWritingSeconds};
 }
@@ -485,12 +490,12 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
       progress("plain forward: what the probes cost");
       timedForward(plain_forward_us);
     }
-    while (moreIterationsWanted(iteration_us, options.run.measured_iters,
-                                options.keep_to_step_budget
-                                    ? std::optional(profileCost(measured.back().record, iteration_us, plain_forward_us,
-                                                                options.probe_cost_us))
-                                    : std::nullopt))
-      measureIteration();
+    // Only `acprof profile` keeps to the budget (RecordOptions::keep_to_step_budget).
+    auto costSoFar = [&]() -> std::optional<ProfileCost> {
+      if (!options.keep_to_step_budget) return std::nullopt;
+      return profileCost(measured.back().record, iteration_us, plain_forward_us, options.probe_cost_us);
+    };
+    while (moreIterationsWanted(iteration_us, options.run.measured_iters, costSoFar())) measureIteration();
     if (options.measure_forward_without_grad) {
       const at::NoGradGuard no_grad;
       timedForward(no_grad_forward_us);
@@ -542,9 +547,7 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
   std::vector<double> step_time_us(record.steps.size());
   for (size_t s = 0; s < samples.size(); ++s) step_time_us[s] = median(samples[s]);
   if (record.time_source == "cpu_wall") {
-    profile.meta.probe_cost_us = options.probe_cost_us
-                                     ? *options.probe_cost_us
-                                     : probeCostPerStepUs(record, median(plain_forward_us), step_time_us);
+    profile.meta.probe_cost_us = probeCostPerStepUs(record, step_time_us, plain_forward_us, options.probe_cost_us);
     removeProbeCost(record, profile.meta.probe_cost_us, step_time_us);
   }
   // A timer that linked no kernel to any step would leave a profile whose op
