@@ -5,7 +5,7 @@ acprof_add_test(profiler_format_tests
 if(NOT ACPROF_WITH_TORCH)
   return()
 endif()
-acprof_add_test(profiler_tests
+acprof_add_test(profiler_tests OPTIMIZED  # the precompiled torch headers
   SOURCES profiler_input_spec_test.cpp profiler_recorder_test.cpp profiler_cli_test.cpp profiler_cut_facts_test.cpp
           profiler_loss_test.cpp profiler_kernel_time_table_test.cpp profiler_measured_iterations_test.cpp
   LIBS acprof_recorder acprof_command_budget

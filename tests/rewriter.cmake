@@ -1,5 +1,5 @@
 # The rewriter: the checkpoint runtime, graph surgery, verification and step timing.
-acprof_add_test(rewriter_tests
+acprof_add_test(rewriter_tests OPTIMIZED  # the precompiled torch headers
   SOURCES rewriter_checkpoint_op_test.cpp rewriter_graph_surgery_test.cpp rewriter_step_timing_test.cpp
   LIBS acprof_rewriter acprof_ops ${TORCH_LIBRARIES})
 acprof_precompile_torch_headers(rewriter_tests)
@@ -13,7 +13,7 @@ add_dependencies(rewriter_end_to_end_tests acprof acprof_ops)
 target_compile_definitions(rewriter_end_to_end_tests PRIVATE ACPROF_OPS_LIBRARY="$<TARGET_FILE:acprof_ops>")
 
 # The legality model as a property over random ranges of every reference model.
-acprof_add_test(rewriter_property_tests
+acprof_add_test(rewriter_property_tests OPTIMIZED  # the precompiled torch headers
   SOURCES rewriter_cut_property_test.cpp
   LIBS acprof_rewriter acprof_ops ${TORCH_LIBRARIES}
   FIXTURES test_models)
