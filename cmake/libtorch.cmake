@@ -70,7 +70,12 @@ set_property(TARGET torch APPEND PROPERTY INTERFACE_LINK_LIBRARIES acprof_libtor
 # GCC uses one only under the -fPIC or -fPIE it was made with and the macros it
 # was made with that the header reads (FMT_SHARED among them), so the static
 # libraries take acprof_graph's and the executables acprof_torch's.
+#
+# Restoring the precompiled headers is itself about 10 s of a core per file, so
+# these targets are also unity builds: their files are compiled four to a
+# translation unit (CMake's UNITY_BUILD), which restores it once per four.
 function(acprof_precompile_torch_headers target)
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 4)
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")
     set(owner acprof_torch)

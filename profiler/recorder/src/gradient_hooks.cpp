@@ -11,7 +11,7 @@
 namespace acprof {
 namespace {
 
-using torch::autograd::Node;
+using AutogradNode = torch::autograd::Node;
 using torch::autograd::variable_list;
 
 void report(const at::Tensor& gradient, const GradientTarget& target) {
@@ -23,11 +23,11 @@ void report(const at::Tensor& gradient, const GradientTarget& target) {
 // Output i of the node goes along next_edges()[i].
 class ReportOutputs : public torch::autograd::FunctionPostHook {
  public:
-  explicit ReportOutputs(const Node& node) : node_(node) {}
+  explicit ReportOutputs(const AutogradNode& node) : node_(node) {}
   variable_list operator()(const variable_list& outputs, const variable_list& /*inputs*/) override {
     const auto& edges = node_.next_edges();
     for (size_t i = 0; i < outputs.size() && i < edges.size(); ++i) {
-      const Node* next = edges[i].function.get();
+      const AutogradNode* next = edges[i].function.get();
       if (next)
         report(outputs[i], GradientTarget{next, next->sequence_nr(), static_cast<int>(edges[i].input_nr)});
     }
@@ -35,13 +35,13 @@ class ReportOutputs : public torch::autograd::FunctionPostHook {
   }
 
  private:
-  const Node& node_;  // owns this hook
+  const AutogradNode& node_;  // owns this hook
 };
 
 // Input k of the node is the whole gradient of its forward output k.
 class ReportInputs : public torch::autograd::FunctionPreHook {
  public:
-  explicit ReportInputs(const Node& node) : node_(node) {}
+  explicit ReportInputs(const AutogradNode& node) : node_(node) {}
   variable_list operator()(const variable_list& inputs) override {
     for (size_t k = 0; k < inputs.size(); ++k)
       report(inputs[k], GradientTarget{&node_, node_.sequence_nr(), static_cast<int>(k)});
@@ -49,7 +49,7 @@ class ReportInputs : public torch::autograd::FunctionPreHook {
   }
 
  private:
-  const Node& node_;  // owns this hook
+  const AutogradNode& node_;  // owns this hook
 };
 
 }  // namespace
@@ -69,17 +69,17 @@ std::optional<GradientTarget> gradientTargetOf(const at::Tensor& value, std::vec
 }
 
 void reportGradientsOfBackward(const at::Tensor& loss) {
-  std::vector<Node*> pending;
-  if (Node* root = loss.grad_fn().get()) pending.push_back(root);
-  std::unordered_set<Node*> seen(pending.begin(), pending.end());
+  std::vector<AutogradNode*> pending;
+  if (AutogradNode* root = loss.grad_fn().get()) pending.push_back(root);
+  std::unordered_set<AutogradNode*> seen(pending.begin(), pending.end());
   while (!pending.empty()) {
-    Node* node = pending.back();
+    AutogradNode* node = pending.back();
     pending.pop_back();
     node->add_pre_hook(std::make_unique<ReportInputs>(*node));
     // A node without outputs (a leaf's accumulator) hands nothing on.
     if (node->num_outputs() > 0) node->add_post_hook(std::make_unique<ReportOutputs>(*node));
     for (const torch::autograd::Edge& edge : node->next_edges()) {
-      Node* next = edge.function.get();
+      AutogradNode* next = edge.function.get();
       if (next && seen.insert(next).second) pending.push_back(next);
     }
   }
