@@ -532,6 +532,7 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
         if (const int end = outputForwardEnd(index, t, *own, decision); end != kNoEarlierEnd) life.end_leaf = end;
         break;
       case InsideRole::Temporary:
+      case InsideRole::HeldCopy:  // its holder (autocast's cache) ends with the recompute
         copy.end_leaf = copy.begin_leaf;  // lives only inside the block
         break;
       case InsideRole::InternalActivation: {
@@ -546,8 +547,6 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
         life.end_leaf = returnLeaf(index.stepEndEvent(last_use_step));
         break;
       }
-      case InsideRole::HeldCopy:
-        break;
     }
     if (copy.end_leaf > copy.begin_leaf) out[count++] = copy;
   }

@@ -164,7 +164,12 @@ SegmentTiming segmentSpan(const ProfileIndex& index, NodeRange range);
 //     original kept it to the end of the iteration; the checkpoint's forward saves
 //     nothing, so it is dropped too, and its recomputed copy dies when the
 //     checkpoint's backward returns.
-//   HeldCopy: anything else: it keeps its life, and the recompute makes a copy.
+//   HeldCopy: anything else, freed after the segment's forward by what held it
+//     besides the dataflow (autocast's cache of a weight's cast, cleared when
+//     the autocast region ends): it keeps its life, and the recompute's copy
+//     lives only while the recompute runs, as the recompute's own autocast
+//     region ends with it (the checkpoint's AutocastStateScope, eager's
+//     _AutocastReplay).
 enum class InsideRole { Output, Temporary, InternalActivation, UnreachedSave, HeldCopy };
 InsideRole insideRole(const ProfileIndex& index, int tensor, const SegmentTiming& segment);
 // The roles whose storage the checkpoint frees after its last forward use.

@@ -16,6 +16,9 @@ Exits 1 unless all of these hold (each is printed with its numbers):
     parameters bit for bit.
 The budget: --budget floor plans at the smallest peak the planner reaches (read from
 `acprof plan --outcome`), --budget halfway halfway between that floor and the profiled peak.
+Which segments reach it depends on the measured op times (the solver minimizes extra time);
+--unit-op-times plans from the profile with every op's time set to 1 us instead, so that the
+plan, and what the test checks, is the same on every machine.
 """
 
 import argparse
@@ -131,6 +134,16 @@ def run_acprof(acprof, args, cwd, allowed=(0,)):
     return done
 
 
+def with_unit_op_times(profile, path):
+    """The profile with every step's and every node's time 1 us, written back to `path`."""
+    for step in profile["steps"]:
+        step["time_us"] = 1.0
+    for node in profile["nodes"]:
+        node["forward_time_us"] = 1.0
+    with open(path, "w") as handle:
+        json.dump(profile, handle)
+
+
 def budget_bytes(acprof, work, how, baseline_bytes):
     run_acprof(acprof, ["plan", "profile.json", "--budget", "1B", "--outcome", "floor.json", "-o", "unused.json"],
                work, allowed=(3,))
@@ -162,6 +175,8 @@ def main():
     parser.add_argument("--budget", choices=["floor", "halfway"], default="halfway")
     parser.add_argument("--work", required=True)
     parser.add_argument("--autocast", default="", help="a dtype forward runs under (bfloat16), none by default")
+    parser.add_argument("--unit-op-times", action="store_true",
+                        help="plan with every op's time 1 us, for a plan that does not depend on the machine")
     parser.add_argument("--expect-in-segment", default="",
                         help="an op (profile node kind) the plan must checkpoint: what the test is about")
     args = parser.parse_args()
@@ -174,6 +189,8 @@ def main():
     profile_path = os.path.join(args.work, "profile.json")
     profile = eager.record_profile(profiled, inputs, loss=loss, target=target, path=profile_path,
                                    autocast=args.autocast)
+    if args.unit_op_times:
+        with_unit_op_times(profile, profile_path)
     baseline = profile["summary"]["peak_bytes"]
     budget = budget_bytes(args.acprof, args.work, args.budget, baseline)
     run_acprof(args.acprof, ["plan", "profile.json", "--budget", str(budget), "-o", "plan.json"], args.work)
