@@ -9,20 +9,17 @@
 
 #include "acprof/viz.h"
 #include "embedded_assets.h"
+#include "text_count.h"
 #include "viz_synthetic_profile.h"
 
 namespace acprof {
 namespace {
 
+using testing::countOf;
+
 using nlohmann::json;
 
 const std::string kDataOpen = "<script type=\"application/json\" id=\"acprof-data\">";
-
-int countOf(const std::string& text, const std::string& needle) {
-  int count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
-  return count;
-}
 
 std::string lowercase(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });

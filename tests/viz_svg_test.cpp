@@ -4,16 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "acprof/viz.h"
+#include "text_count.h"
 #include "viz_synthetic_profile.h"
 
 namespace acprof {
 namespace {
 
-int countOf(const std::string& text, const std::string& needle) {
-  int count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
-  return count;
-}
+using testing::countOf;
 
 TEST(TimelineSvg, IsOneSvgElementWithABandPerNonEmptyCategoryInPyTorchColours) {
   const std::string svg = renderTimelineSvg(testing::smallTrainingProfile());

@@ -17,7 +17,7 @@ namespace {
 
 using viz::svgNumber;
 
-constexpr double kWidth = 720, kHeight = 440;
+constexpr double kFrontierWidth = 720, kFrontierHeight = 440;
 constexpr double kLeft = 88, kRight = 690, kTop = 48, kBottom = 372;
 constexpr double kMiB = 1024.0 * 1024.0;
 
@@ -52,7 +52,7 @@ std::string renderFrontierSvg(const Profile& profile, const std::vector<Frontier
   auto pointX = [&](const FrontierPoint& p) { return px(100.0 * p.extra_time_us / iteration_us); };
   auto pointY = [&](const FrontierPoint& p) { return py(static_cast<double>(p.peak_bytes) / kMiB); };
 
-  std::string svg = viz::svgOpening(kWidth, kHeight, "Peak vs extra time", kLeft, profile);
+  std::string svg = viz::svgOpening(kFrontierWidth, kFrontierHeight, "Peak vs extra time", kLeft, profile);
   for (double x = 0; x <= x_end + 1e-9; x += x_step)
     svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#e0e0e0\"/><text x=\"{0}\" y=\"{3}\" "
                        "text-anchor=\"middle\">{4:g} %</text>\n",
