@@ -500,6 +500,40 @@ def forward(self, x):
   EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
 }
 
+// A statement-level `for` (a prim::Loop without outputs) inside a branch of a
+// segment, as torchvision's mvit_v2_s has: the segment's IR text must carry it,
+// and the loop must still run (here: assert that no row is too large).
+TEST_F(GraphSurgery, LoopWithoutOutputsInsideASegmentStillRunsAndTrainsBitwise) {
+  at::manual_seed(3);
+  torch::jit::Module module("acprof_test.CheckedRows");
+  module.register_parameter("w", (at::randn({8, 8}) * 0.3).requires_grad_(), false);
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    if bool(h.sum() > -1e30):
+        for i in range(h.size(0)):
+            assert bool(h[i].abs().sum() < 1e6), "row too large"
+    h = torch.relu(h)
+    return torch.tanh(h).sum()
+)JIT");
+  module.save(path("rows.pt"));
+  const torch::jit::Module saved = torch::jit::load(path("rows.pt"));
+  const int first = nodeIdOf(saved, "aten::matmul");
+  const int last = nodeIdOf(saved, "aten::relu");
+  torch::jit::Module rewritten =
+      checkpointedModel(path("rows.pt"), planFor(path("rows.pt"), {segmentBetween(saved, first, last)}));
+  EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "acprof::checkpoint"), 1u);
+  EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "prim::If"), 0u);
+  rewritten.save(path("rows.ckpt.pt"));
+  const VerificationResult result = verifyRewrite(path("rows.pt"), path("rows.ckpt.pt"), stepConfig({"float32[4,8]"}));
+  EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
+
+  torch::jit::Module loaded = torch::jit::load(path("rows.ckpt.pt"));
+  at::Tensor large = at::zeros({4, 8});
+  large[2].fill_(1e6);
+  EXPECT_THROW(loaded.forward({large}), std::exception);
+}
+
 // Setting a module attribute is state a recompute must not touch twice.
 TEST_F(GraphSurgery, RefusesASegmentThatSetsAModuleAttribute) {
   torch::jit::Module module("acprof_test.Counter");

@@ -27,6 +27,18 @@ void makeParseable(torch::jit::Block* block) {
       }
       continue;
     }
+    if (node->kind() == torch::jit::prim::Loop) {
+      // A loop-carried None: passed in, handed from each iteration to the
+      // next unchanged, and returned. The loop runs as before.
+      torch::jit::Block* body = node->blocks()[0];
+      {
+        torch::jit::WithInsertPoint before_loop(node);
+        node->addInput(graph.insertConstant(c10::IValue()));
+      }
+      body->registerOutput(body->addInput()->setType(c10::NoneType::get()));
+      node->addOutput()->setType(c10::NoneType::get());
+      continue;
+    }
     TORCH_CHECK(node->blocks().empty(), "acprof.Segment: cannot write ", node->kind().toQualString(),
                 " without outputs as IR text; make the plan again with this node outside the segment");
     torch::jit::Node* stub = graph.create(kStatementStub, node->inputs(), 1);

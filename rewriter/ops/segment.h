@@ -54,10 +54,11 @@ class Segment : public torch::CustomClassHolder {
   PickledState pickledState() const { return {graph_ir_, written_inputs_}; }
 
   // The IR text of a segment's subgraph that this LibTorch's IR parser reads
-  // back. The 1.13 parser cannot read a node without outputs, which scripted
-  // code is full of (a statement-level `if`, `raise`, warnings): such an If
-  // gets a None output, and other such nodes are written as a stub node that
-  // the Segment turns back into the real one after parsing. Changes `graph`.
+  // back. The parser cannot read a node without outputs, which scripted code
+  // is full of (a statement-level `if` or `for`, `raise`, warnings): such an
+  // If gets a None output, such a Loop a None loop-carried value, and other
+  // such nodes are written as a stub node that the Segment turns back into
+  // the real one after parsing. Changes `graph`.
   static std::string serializeGraph(torch::jit::Graph& graph);
 
   // The TorchScript name of the class, as it appears in the checkpoint op's schema.
