@@ -520,6 +520,73 @@ TEST(PlannerSimulator, ALaterUseWhoseGradientIsAViewHoldsTheGradientItReceived) 
                 Simulator(twoUsesProfile(false, true)).liveBytesPerEvent({{1, 3}}), 8, 12, 10);
 }
 
+// c = relu(in); h = relu(in); m = relu(h); y = cat(c, m); o = tanh(y);
+// out = c * o, checkpointed as [1, 4]: c is read inside (by the cat) and after
+// (by node 5, whose backward begins c's gradient sum). The cat's backward hands
+// on two slices of y's gradient gy: c's, which the original added to the
+// waiting sum at once, and m's, which node 2's backward uses and then frees
+// gy. The checkpoint keeps c's slice, and so all of gy, until it returns (after
+// node 1's backward), although node 2 freed it, not the cat (RAFT's GRU input
+// cat of its context and its motion features). With `c_slice_reported` false,
+// autograd's hooks did not report gy as c's gradient, and every event is the same.
+Profile catOfAnOutsideAndAnInsideValueProfile(bool c_slice_reported) {
+  ProfileBuilder b;
+  b.addStatic(1000, Category::Weight);
+  b.node("aten::relu", {"in"}, {"c"});
+  const int c = b.alloc(10);  // event 0
+  b.valueBytes("c", 10);
+  b.node("aten::relu", {"in"}, {"h"});
+  const int h = b.alloc(10);  // event 1
+  b.node("aten::relu", {"h"}, {"m"});
+  const int m = b.alloc(10);  // event 2
+  b.readBy(h, 2);
+  b.free(h);                  // event 3
+  b.node("aten::cat", {"c", "m"}, {"y"});
+  const int y = b.alloc(20);  // event 4
+  b.readBy(c, 3);
+  b.readBy(m, 3);
+  b.node("aten::tanh", {"y"}, {"o"});
+  const int o = b.alloc(20);  // event 5
+  b.readBy(y, 4);
+  b.free(y);                  // event 6
+  b.node("aten::mul", {"c", "o"}, {"out"});
+  b.setCategory(b.alloc(10), Category::Output);  // event 7
+  b.readBy(c, 5);
+  b.readBy(o, 5);
+  b.loss();
+  b.backward(5);
+  const int gc = b.alloc(10);  // event 8: c's gradient sum
+  const int go = b.alloc(20);  // event 9
+  b.gradientOf(gc, {"c"});
+  b.gradientOf(go, {"o"});
+  b.backward(4);
+  const int gy = b.alloc(20);  // event 10
+  b.gradientOf(gy, c_slice_reported ? std::vector<std::string>{"y", "c", "m"} : std::vector<std::string>{"y", "m"});
+  b.free(go);  // event 11
+  b.free(o);   // event 12
+  b.backward(3);
+  b.backward(2);
+  const int gh = b.alloc(10);  // event 13
+  b.gradientOf(gh, {"h"});
+  b.free(gy);  // event 14
+  b.free(m);   // event 15
+  b.backward(1);
+  b.free(gh);  // event 16
+  b.backward(0);
+  b.free(gc);  // event 17
+  b.free(c);   // event 18
+  return b.finish();
+}
+
+TEST(PlannerSimulator, AViewOfAGradientThatAnotherNodeOfTheSegmentFreesIsHeldUntilTheCheckpointReturns) {
+  // gy (20 B), freed by node 2's backward at event 14, is held through node 1's backward (events 14-16).
+  expectGapOnly(Simulator(catOfAnOutsideAndAnInsideValueProfile(true)).liveBytesPerEvent({{1, 4}}),
+                Simulator(catOfAnOutsideAndAnInsideValueProfile(false)).liveBytesPerEvent({{1, 4}}), 14, 16, 20);
+  // Without the segment the two profiles are the same memory.
+  EXPECT_EQ(Simulator(catOfAnOutsideAndAnInsideValueProfile(true)).liveBytesPerEvent({}),
+            Simulator(catOfAnOutsideAndAnInsideValueProfile(false)).liveBytesPerEvent({}));
+}
+
 // x = relu(in); y = linear(x, w1); z = relu(y); o = linear(z, w2), w1 and w2
 // the values of two reads of weights (as a trace reads each use). With
 // `shared`, both read the weight W, whose gradient sum node 3's backward

@@ -203,7 +203,7 @@ void heldWeightGradients(const ProfileIndex& index, const SegmentTiming& timing,
   holdGradientToReturn(index, timing, value.bytes, gradientLetGoStep(index, node, value.id), held);
 }
 
-// Fills timing.held_use_gradients and timing.view_holding_nodes
+// Fills timing.held_use_gradients and timing.view_holding_uses
 // (memory_rules.h): per outside tensor that may need grad, the uses inside the
 // range whose node has a backward, in backward order, all but the first; the
 // first too where it is a use of a shared weight (heldWeightGradients).
@@ -234,7 +234,7 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
     const bool sum_waiting = sumWaits(index, timing, index.readers_of_value.begin(v), readers_end);
     if (sum_waiting && weightReadAs(index, value) < 0) {
       if (handsOnView(index, first, v)) {
-        timing.view_holding_nodes.push_back(first);
+        timing.view_holding_uses.push_back({first, v});
         if (!summedInPlace(index, first, v)) sumMadeAtReturn(index, first, v, timing);
       } else if (summedInPlace(index, first, v)) {
         // A gradient of its own that the original added in place to the sum
@@ -253,7 +253,7 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
       // (tensorIntervals), not a copy, and the sum the original made there
       // is made at the return.
       if (handsOnView(index, node, v)) {
-        timing.view_holding_nodes.push_back(node);
+        timing.view_holding_uses.push_back({node, v});
         if (!summedInPlace(index, node, v)) sumMadeAtReturn(index, node, v, timing);
         continue;
       }
@@ -558,11 +558,18 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
     if (consumer && consumer->has_backward && t.alloc_step < consumer->first_backward_step &&
         t.free_step <= consumer->last_backward_step && index.phaseOfStep(t.free_step) == Phase::Backward)
       life.end_leaf = std::max(life.end_leaf, returnLeaf(consumer->end_event));
-    // Received by a later use that hands a view of it on as an outside tensor's
-    // gradient: alive until the return has handed that view on.
+    // Received by a use that hands a view of it on as an outside tensor's
+    // gradient: alive until the return has handed that view on. The use may
+    // free it itself, or another node of the segment may, which got another
+    // view of it (a cat's slice for an input made inside): then the hooks
+    // reported it as the outside value's gradient while the use's backward ran.
     if (consumer && consumer->has_backward && t.alloc_step < t.free_step &&
-        std::find(consumer->view_holding_nodes.begin(), consumer->view_holding_nodes.end(), consumer_node) !=
-            consumer->view_holding_nodes.end())
+        std::any_of(consumer->view_holding_uses.begin(), consumer->view_holding_uses.end(),
+                    [&](const SegmentTiming::ViewHoldingUse& use) {
+                      return use.node == consumer_node ||
+                             (isGradientOf(t, use.value) && t.alloc_step <= index.first_backward_step[use.node] &&
+                              index.last_backward_step[use.node] <= t.free_step);
+                    }))
       life.end_leaf = std::max(life.end_leaf, blockLeaf(consumer->end_event));
   }
   // A sum the original made at a use that hands on a view begins at its checkpoint's return.

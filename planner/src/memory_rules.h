@@ -53,7 +53,8 @@
 // 2048 B): a gradient of the tensor that the use's backward made and that
 // outlives it is a new sum. A use whose backward makes no gradient of the
 // tensor that it also frees in its own step hands on a view of the gradient it received (a cat's slice), which the
-// checkpoint keeps as it is: that whole gradient is held instead, for a later
+// checkpoint keeps as it is: that whole gradient is held instead (whichever
+// node of the segment frees it: a cat's other slice may go on), for a later
 // use and for a first use while a sum begun outside waits for the tensor, and
 // the new sum the original made there (out of place) begins at End, where the
 // checkpoint's return makes it.
@@ -138,9 +139,15 @@ struct SegmentTiming {
   // What the return adds above them: the sums begun before the segment's
   // backward and the largest sum the hand-over makes (bytes 0: nothing).
   LeafInterval return_sums;
-  // Nodes among those later uses whose backward hands on a view of the
-  // gradient they received: that gradient is held instead (tensorIntervals).
-  std::vector<int> view_holding_nodes;
+  // Uses (a node and the outside value it reads) whose backward hands on a
+  // view of the gradient the node received: that whole gradient is held
+  // instead (tensorIntervals), whichever of the segment's nodes frees it (a
+  // cat's other slice may go to a node that frees it later).
+  struct ViewHoldingUse {
+    int node = -1;
+    int value = -1;
+  };
+  std::vector<ViewHoldingUse> view_holding_uses;
   // Sums the original made at those uses (and at a first use that hands on a
   // view while a sum waits): the checkpoint makes them when it returns, so
   // each begins there (tensorIntervals).
