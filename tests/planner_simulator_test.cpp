@@ -587,6 +587,87 @@ TEST(PlannerSimulator, AViewOfAGradientThatAnotherNodeOfTheSegmentFreesIsHeldUnt
             Simulator(catOfAnOutsideAndAnInsideValueProfile(false)).liveBytesPerEvent({}));
 }
 
+// The same cat's output y also read after the segment: c = relu(in);
+// h = relu(in); m = relu(h); y = cat(c, m); o = tanh(y); p = c * o;
+// out = y * p, checkpointed as [1, 4]. y's gradient buffer gy begins at node
+// 6's backward and the original adds tanh's gradient of y to it in place; the
+// checkpoint hands gy to its recompute as a gradient it received, so the sum
+// with tanh's is a new tensor, and it is that sum whose slice the cat hands on
+// as c's gradient: it is held until the checkpoint returns, where the
+// original's buffer went with node 2's backward (RAFT's GRU input x, read by
+// both of its separable GRUs, when a segment ends between them). With
+// `c_slice_reported` false, every event is the same.
+Profile catReadInsideAndAfterProfile(bool c_slice_reported) {
+  ProfileBuilder b;
+  b.addStatic(1000, Category::Weight);
+  b.node("aten::relu", {"in"}, {"c"});
+  const int c = b.alloc(10);  // event 0
+  b.valueBytes("c", 10);
+  b.node("aten::relu", {"in"}, {"h"});
+  const int h = b.alloc(10);  // event 1
+  b.node("aten::relu", {"h"}, {"m"});
+  const int m = b.alloc(10);  // event 2
+  b.readBy(h, 2);
+  b.free(h);                  // event 3
+  b.node("aten::cat", {"c", "m"}, {"y"});
+  const int y = b.alloc(20);  // event 4
+  b.valueBytes("y", 20);
+  b.readBy(c, 3);
+  b.readBy(m, 3);
+  b.node("aten::tanh", {"y"}, {"o"});
+  const int o = b.alloc(20);  // event 5
+  b.readBy(y, 4);
+  b.node("aten::mul", {"c", "o"}, {"p"});
+  const int p = b.alloc(20);  // event 6
+  b.readBy(c, 5);
+  b.readBy(o, 5);
+  b.node("aten::mul", {"y", "p"}, {"out"});
+  b.setCategory(b.alloc(20), Category::Output);  // event 7
+  b.readBy(y, 6);
+  b.readBy(p, 6);
+  b.loss();
+  b.backward(6);
+  const int gy = b.alloc(20);  // event 8: y's gradient buffer
+  const int gp = b.alloc(20);  // event 9
+  b.gradientOf(gy, c_slice_reported ? std::vector<std::string>{"y", "c", "m"} : std::vector<std::string>{"y", "m"});
+  b.gradientOf(gp, {"p"});
+  b.free(p);  // event 10
+  b.backward(5);
+  const int gc = b.alloc(10);  // event 11: c's gradient sum
+  const int go = b.alloc(20);  // event 12
+  b.gradientOf(gc, {"c"});
+  b.gradientOf(go, {"o"});
+  b.free(gp);  // event 13
+  b.backward(4);
+  const int gy_tanh = b.alloc(20);  // event 14: added to gy in place
+  b.gradientOf(gy_tanh, {"y"});
+  b.free(gy_tanh);  // event 15
+  b.free(go);       // event 16
+  b.free(o);        // event 17
+  b.free(y);        // event 18
+  b.backward(3);
+  b.backward(2);
+  const int gh = b.alloc(10);  // event 19
+  b.gradientOf(gh, {"h"});
+  b.free(gy);  // event 20
+  b.free(m);   // event 21
+  b.backward(1);
+  b.free(gh);  // event 22
+  b.backward(0);
+  b.free(gc);  // event 23
+  b.free(c);   // event 24
+  return b.finish();
+}
+
+TEST(PlannerSimulator, TheSumThatStandsForAViewHeldOutputGradientIsHeldUntilTheCheckpointReturns) {
+  // The new y-sized sum lives from tanh's backward to gy's free (event 20) in
+  // both; with c's slice of it held, on through node 1's backward (events 20-22).
+  expectGapOnly(Simulator(catReadInsideAndAfterProfile(true)).liveBytesPerEvent({{1, 4}}),
+                Simulator(catReadInsideAndAfterProfile(false)).liveBytesPerEvent({{1, 4}}), 20, 22, 20);
+  EXPECT_EQ(Simulator(catReadInsideAndAfterProfile(true)).liveBytesPerEvent({}),
+            Simulator(catReadInsideAndAfterProfile(false)).liveBytesPerEvent({}));
+}
+
 // x = relu(in); y = linear(x, w1); z = relu(y); o = linear(z, w2), w1 and w2
 // the values of two reads of weights (as a trace reads each use). With
 // `shared`, both read the weight W, whose gradient sum node 3's backward

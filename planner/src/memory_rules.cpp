@@ -262,6 +262,20 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
   }
 }
 
+// Whether one of the segment's view-holding uses hands on a view of gradient
+// r: the use frees r itself, or r is what autograd's hooks reported as the
+// use's value's gradient while the use's backward ran (a cat's slice, when
+// another node of the segment frees the rest of r later).
+bool viewHeldBySegment(const ProfileIndex& index, const SegmentTiming& timing, const TensorRecord& r) {
+  const int freeing_node = r.free_step >= 0 && r.free_step < index.step_count ? index.profile.steps[r.free_step].node : -1;
+  return std::any_of(timing.view_holding_uses.begin(), timing.view_holding_uses.end(),
+                     [&](const SegmentTiming::ViewHoldingUse& use) {
+                       return use.node == freeing_node ||
+                              (isGradientOf(r, use.value) && r.alloc_step <= index.first_backward_step[use.node] &&
+                               index.last_backward_step[use.node] <= r.free_step);
+                     });
+}
+
 // Fills more of timing.held_use_gradients (memory_rules.h): a segment output
 // that nodes after the segment read and that is also read inside it gets two
 // gradients. The one from outside comes first and waits in the output's
@@ -318,6 +332,7 @@ void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& bo
     // and c are both 16 x 128 floats: h's buffer dies at the mul that made h,
     // c's later, at the muls that read the c the cell received.
     int buffer_end = -1;
+    bool buffer_view_held = false;
     for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
       for (const int* t = index.gradients_received_by_node.begin(n); t != index.gradients_received_by_node.end(n);
            ++t) {
@@ -327,8 +342,13 @@ void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& bo
         if (!of_this_output || r.alloc_step >= timing.first_backward_step || r.free_step <= inside_step)
           continue;
         buffer_end = std::max(buffer_end, eventLeaf(r.free_event));
+        buffer_view_held = buffer_view_held || viewHeldBySegment(index, timing, r);
       }
-    const int end_leaf = buffer_end < 0 ? segment_return : std::min(buffer_end, segment_return);
+    // Where a use of the segment hands on a view of the buffer (a cat that
+    // made the output from an outside value), the sum that stands for it in
+    // the recompute is held with that view until the return.
+    const int end_leaf =
+        buffer_end < 0 || buffer_view_held ? segment_return : std::min(buffer_end, segment_return);
     const LeafInterval interval{value.bytes, static_cast<int>(Category::Gradient),
                                 returnLeaf(index.stepEndEvent(inside_step)), end_leaf};
     if (interval.begin_leaf < interval.end_leaf) timing.held_use_gradients.push_back(interval);
@@ -559,17 +579,8 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
         t.free_step <= consumer->last_backward_step && index.phaseOfStep(t.free_step) == Phase::Backward)
       life.end_leaf = std::max(life.end_leaf, returnLeaf(consumer->end_event));
     // Received by a use that hands a view of it on as an outside tensor's
-    // gradient: alive until the return has handed that view on. The use may
-    // free it itself, or another node of the segment may, which got another
-    // view of it (a cat's slice for an input made inside): then the hooks
-    // reported it as the outside value's gradient while the use's backward ran.
-    if (consumer && consumer->has_backward && t.alloc_step < t.free_step &&
-        std::any_of(consumer->view_holding_uses.begin(), consumer->view_holding_uses.end(),
-                    [&](const SegmentTiming::ViewHoldingUse& use) {
-                      return use.node == consumer_node ||
-                             (isGradientOf(t, use.value) && t.alloc_step <= index.first_backward_step[use.node] &&
-                              index.last_backward_step[use.node] <= t.free_step);
-                    }))
+    // gradient: alive until the return has handed that view on.
+    if (consumer && consumer->has_backward && t.alloc_step < t.free_step && viewHeldBySegment(index, *consumer, t))
       life.end_leaf = std::max(life.end_leaf, blockLeaf(consumer->end_event));
   }
   // A sum the original made at a use that hands on a view begins at its checkpoint's return.

@@ -75,8 +75,9 @@
 // gradient to it in one buffer, the checkpoint's backward cannot (it holds the
 // gradient it received until End), so from the end of the inside use's
 // backward there are two: the received one until End and the new sum until
-// the original's buffer died, one more than the original from then until the
-// earlier of the two.
+// the original's buffer died (until End where a use of S hands on a view of
+// it: the cat that made the output from an outside value), one more than the
+// original from then until the earlier of the two.
 // At End the checkpoint returns (the return leaf): the engine has released what
 // the checkpoint saved and the gradients it received, and hands each returned
 // gradient, in input order, to the buffer of the tensor it belongs to (a
