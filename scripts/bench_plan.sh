@@ -5,6 +5,6 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-"$root/build-planner"}
 [ $# -gt 0 ] && shift
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DACPROF_WITH_TORCH=OFF -DACPROF_BUILD_TESTS=OFF >/dev/null
 ninja -C "$build" -j2 acprof_plan_bench
 "$build/bench/acprof_plan_bench" "$@"

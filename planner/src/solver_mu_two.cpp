@@ -5,6 +5,7 @@
 
 #include "acprof/solver.h"
 #include "candidate_ranges.h"
+#include "mu_two_greedy.h"
 #include "peak_tracker.h"
 #include "plan_order.h"
 #include "profile_index.h"
@@ -41,8 +42,8 @@ struct Trial {
 
 class MuTwoGreedy {
  public:
-  MuTwoGreedy(const Simulator& simulator, int64_t budget_bytes)
-      : index_(simulator.index()), budget_bytes_(budget_bytes), tracker_(index_), usable_(simulator) {
+  MuTwoGreedy(const Simulator& simulator, int64_t budget_bytes, GreedyCost cost)
+      : index_(simulator.index()), budget_bytes_(budget_bytes), cost_(cost), tracker_(index_), usable_(simulator) {
     collectCandidates();
   }
 
@@ -175,7 +176,10 @@ class MuTwoGreedy {
     return trial;
   }
 
-  double rangeTime(const NodeRange& r) const { return index_.forwardTime(r.first_node, r.last_node); }
+  double rangeTime(const NodeRange& r) const {
+    if (cost_ == GreedyCost::NodeCount) return r.last_node - r.first_node + 1;
+    return index_.forwardTime(r.first_node, r.last_node);
+  }
 
   void push(int candidate) {
     const Trial trial = evaluate(candidates_[candidate].range);
@@ -208,6 +212,7 @@ class MuTwoGreedy {
 
   const ProfileIndex& index_;
   const int64_t budget_bytes_;
+  const GreedyCost cost_;
   PeakTracker tracker_;
   UsableRanges usable_;
   std::vector<Candidate> candidates_;
@@ -251,9 +256,13 @@ SolverResult bestEvenPlan(const Simulator& simulator, int64_t budget_bytes, int 
 
 }  // namespace
 
+RecomputeDecision muTwoGreedy(const Simulator& simulator, int64_t budget_bytes, GreedyCost cost) {
+  return MuTwoGreedy(simulator, budget_bytes, cost).run();
+}
+
 SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes) {
   SolverResult result;
-  result.decision = MuTwoGreedy(simulator, budget_bytes).run();
+  result.decision = muTwoGreedy(simulator, budget_bytes, GreedyCost::MeasuredTime);
   result.simulation = simulator.simulate(result.decision);
   if (result.simulation.peak_bytes <= budget_bytes) return result;
   // The greedy only grows segments, so on long chains it can stall where no

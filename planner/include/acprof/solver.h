@@ -64,7 +64,10 @@ SolverResult solveMuTwo(const Simulator& simulator, int64_t budget_bytes);
 // (a lower peak, or the same peak for less time, or, once it fits, less
 // time); then, on graphs of up to 1000 compute nodes, the exact search
 // re-plans windows of 12 compute nodes with the rest held fixed, within a
-// fixed allowance of search steps. Lower floors and less time than mu-two's
+// fixed allowance of search steps. Where no plan so far fits, a third start,
+// the greedy counting recomputed nodes instead of microseconds, is refined
+// too: the lowest peak does not follow the op times, a start that does can
+// stop above it. Lower floors and less time than mu-two's
 // (docs/solvers.md), at up to about a second of planning on a 1k-node graph
 // and under half a second on a 10k-node one, where mu-two takes milliseconds.
 SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes);
