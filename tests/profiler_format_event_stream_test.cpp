@@ -172,9 +172,10 @@ TEST_F(TwoNodeStream, WithoutGradientReportsTheProfileDoesNotSayWhoseGradientASt
 }
 
 // The graph can only say a value may need grad; the run saw whether it did,
-// right after its node ran. A value on a storage a later node may write in
-// place could come to need grad after that: the graph's answer stands.
-TEST_F(TwoNodeStream, WhetherAValueNeededGradIsWhatTheRunSawUnlessALaterNodeMayWriteIt) {
+// right after its node ran and after each later write of its storage. Where a
+// later write left no result on that storage that the run saw, the graph's
+// answer stands.
+TEST_F(TwoNodeStream, WhetherAValueNeededGradIsWhatTheRunSawAfterItsNodeAndItsLaterWrites) {
   for (GraphValue& value : profile.values) value.requires_grad = value.is_tensor && value.producer_node >= 0;
   iteration.record.observed[0].requires_grad = false;  // h, as from a linear of inputs that need no grad
   iteration.record.observed[1].requires_grad = true;   // y
@@ -194,6 +195,19 @@ TEST_F(TwoNodeStream, WhetherAValueNeededGradIsWhatTheRunSawUnlessALaterNodeMayW
   written_by_maker.nodes[0].writes = {2};  // h written by the node that made it, before it was seen
   deriveProfile(written_by_maker, iteration);
   EXPECT_FALSE(written_by_maker.values[2].needs_grad);
+
+  // A later write whose result the run saw on h's own storage (relu_ returns
+  // h) says whether the write gave h grad: a mask that new_zeros made and
+  // slices filled with constants stays without (swin3d's attention mask).
+  for (const bool result_needs_grad : {false, true}) {
+    Profile written_and_seen = graph_only;
+    written_and_seen.nodes[1].writes = {2};
+    MeasuredIteration in_place = iteration;
+    in_place.record.observed[1].storage_ptr = storage(3);
+    in_place.record.observed[1].requires_grad = result_needs_grad;
+    deriveProfile(written_and_seen, in_place);
+    EXPECT_EQ(written_and_seen.values[2].needs_grad, result_needs_grad);
+  }
 }
 
 TEST_F(TwoNodeStream, BackwardStepsBelongToTheNodeThatCreatedTheirAutogradNode) {

@@ -534,6 +534,46 @@ def forward(self, x):
   EXPECT_THROW(loaded.forward({large}), std::exception);
 }
 
+// A segment output that the original made without autograd history although
+// it is made from a tensor that needs grad (a mask new_zeros makes from x, as
+// swin3d's shifted windows do): where the plan says the run saw it need no
+// grad, the rewritten model passes it on without history too, so nothing after
+// the segment records a backward towards it (masked_fill would save its mask).
+TEST_F(GraphSurgery, AnOutputTheRunSawWithoutGradStaysWithoutGrad) {
+  at::manual_seed(4);
+  torch::jit::Module module("acprof_test.Mask");
+  module.register_parameter("w", (at::randn({8, 8}) * 0.3).requires_grad_(), false);
+  module.define(R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    m = h.new_zeros([h.size(0), h.size(1)])
+    h = torch.tanh(h)
+    m[:, 0:2] = 1.0
+    y = h.masked_fill(m != 0, 0.0)
+    return y.sum(), m
+)JIT");
+  module.save(path("mask.pt"));
+  torch::jit::Module saved = torch::jit::load(path("mask.pt"));
+  const int first = nodeIdOf(saved, "aten::matmul");
+  const int last = nodeIdOf(saved, "aten::tanh");
+  const at::Tensor x = at::randn({4, 8});
+  ASSERT_FALSE(saved.forward({x}).toTuple()->elements()[1].toTensor().requires_grad()) << "the original's mask";
+  for (const bool listed : {false, true}) {
+    SegmentCut cut = segmentBetween(saved, first, last);
+    std::string mask;
+    for (const std::string& name : cut.output_values)
+      if (name.rfind("m", 0) == 0) mask = name;
+    ASSERT_FALSE(mask.empty()) << "the mask is not an output of the segment";
+    if (listed) cut.outputs_without_grad = {mask};
+    torch::jit::Module rewritten = checkpointedModel(path("mask.pt"), planFor(path("mask.pt"), {cut}));
+    EXPECT_EQ(rewritten.forward({x}).toTuple()->elements()[1].toTensor().requires_grad(), !listed)
+        << (listed ? "listed" : "not listed");
+    rewritten.save(path("mask.ckpt.pt"));
+    const VerificationResult result = verifyRewrite(path("mask.pt"), path("mask.ckpt.pt"), stepConfig({"float32[4,8]"}));
+    EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
+  }
+}
+
 // Setting a module attribute is state a recompute must not touch twice.
 TEST_F(GraphSurgery, RefusesASegmentThatSetsAModuleAttribute) {
   torch::jit::Module module("acprof_test.Counter");

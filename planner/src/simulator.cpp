@@ -219,6 +219,10 @@ SegmentCut Simulator::describeSegment(const NodeRange& r) const {
   cut.input_values = names(boundary.inputs);
   cut.output_values = names(boundary.outputs);
   cut.replayed_inputs = names(boundary.replayed_inputs);
+  for (int v : boundary.outputs) {
+    const GraphValue& value = index.profile.values[v];
+    if (value.is_tensor && value.requires_grad && !value.needs_grad) cut.outputs_without_grad.push_back(value.name);
+  }
   for (int n = r.first_node; n <= r.last_node; ++n) cut.recompute_time_us += nodes[n].forward_time_us;
   const SegmentTiming timing = segmentTiming(index, r);
   if (!timing.has_backward) {

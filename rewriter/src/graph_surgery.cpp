@@ -367,12 +367,25 @@ class SegmentCutter {
         replacement = joinOptional(graph_, flag, unpack->output(slot++));
       } else if (isTensor(outputs[i])) {
         replacement->setType(outputs[i]->type());
+        if (neededNoGrad(outputs[i])) {
+          // The original made it without autograd history; the checkpoint's
+          // output has one, and nodes after it would save for a backward
+          // towards it (a masked_fill its mask) that the original never ran.
+          replacement = graph_.insert(aten::detach, {replacement});
+          replacement->setType(outputs[i]->type());
+        }
       } else {
         replacement = graph_.insert(scalarFromTensorOp(outputs[i]), {replacement});
       }
       outputs[i]->replaceAllUsesWith(replacement);
       context_.replaceValue(outputs[i], replacement);
     }
+  }
+
+  bool neededNoGrad(const Value* output) const {
+    const int id = valueId(output);
+    const std::vector<std::string>& names = plan_cut_.outputs_without_grad;
+    return id >= 0 && std::find(names.begin(), names.end(), context_.facts.values[id].name) != names.end();
   }
 
   // Duplicable nodes of the region that read what the segment made now read

@@ -18,7 +18,7 @@ T field(const json& object, const char* key, const std::string& where) {
 }
 
 json segmentToJson(const SegmentCut& s) {
-  return json{{"first_node", s.first_node},
+  json segment{{"first_node", s.first_node},
               {"last_node", s.last_node},
               {"input_values", s.input_values},
               {"output_values", s.output_values},
@@ -28,6 +28,8 @@ json segmentToJson(const SegmentCut& s) {
               {"dropped_tensors", s.dropped_tensors},
               {"dropped_bytes", s.dropped_bytes},
               {"recompute_time_us", s.recompute_time_us}};
+  if (!s.outputs_without_grad.empty()) segment["outputs_without_grad"] = s.outputs_without_grad;
+  return segment;
 }
 
 SegmentCut segmentFromJson(const json& j, const std::string& where) {
@@ -37,6 +39,9 @@ SegmentCut segmentFromJson(const json& j, const std::string& where) {
   s.input_values = field<std::vector<std::string>>(j, "input_values", where);
   s.output_values = field<std::vector<std::string>>(j, "output_values", where);
   s.replayed_inputs = field<std::vector<std::string>>(j, "replayed_inputs", where);
+  s.outputs_without_grad =
+      json_fields::optionalField<std::vector<std::string>>(j, "outputs_without_grad", {where, kPlanFix})
+          .value_or(std::vector<std::string>{});
   s.kept_state_bytes = field<int64_t>(j, "kept_state_bytes", where);
   s.recompute_step = field<int>(j, "recompute_step", where);
   s.dropped_tensors = field<std::vector<int>>(j, "dropped_tensors", where);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -195,26 +196,52 @@ class TensorBook {
   std::unordered_map<std::string, ObservedValue> observed_value_;
 };
 
-// The last node that may write each storage in place (cut facts' writes).
-std::unordered_map<int, int> lastWriterOfTensor(const Profile& profile, const TensorBook& book) {
-  std::unordered_map<int, int> last_writer;
+// The nodes that may write each storage in place (cut facts' writes), in node order.
+std::unordered_map<int, std::vector<int>> writersOfTensor(const Profile& profile, const TensorBook& book) {
+  std::unordered_map<int, std::vector<int>> writers;
   for (const ForwardNode& node : profile.nodes)
     for (int v : node.writes) {
       if (v < 0 || v >= static_cast<int>(profile.values.size())) continue;
-      for (int t : book.tensorsOfValue(profile.values[v].name)) last_writer[t] = std::max(last_writer[t], node.id);
+      for (int t : book.tensorsOfValue(profile.values[v].name)) {
+        std::vector<int>& of_tensor = writers[t];
+        if (of_tensor.empty() || of_tensor.back() != node.id) of_tensor.push_back(node.id);
+      }
     }
-  return last_writer;
+  return writers;
+}
+
+// Whether a value on `tensor` needed grad once every later in-place write was
+// done, as the run saw the writes' results; nullopt where a write after the
+// producer left no observed result on the tensor (the graph's answer stands).
+// A write adds grad only by writing a value that needs it, and then its result
+// (the written view, the same tensor) needs grad too: x[m] = 1.0 keeps a
+// mask built by new_zeros free of grad, x.copy_(y) gives it y's.
+std::optional<bool> neededGradAfterWrites(const Profile& profile, const TensorBook& book, int tensor,
+                                          const std::vector<int>& writers, int producer_node, bool seen_requires_grad) {
+  bool needs = seen_requires_grad;
+  for (int writer : writers) {
+    if (writer <= producer_node) continue;
+    bool observed = false;
+    for (const std::string& output : profile.nodes[writer].outputs) {
+      const ObservedValue* result = book.observedValue(output);
+      if (!result || book.tensorOfValue(output) != tensor) continue;
+      observed = true;
+      needs = needs || result->requires_grad;
+    }
+    if (!observed) return std::nullopt;
+  }
+  return needs;
 }
 
 // The graph's cut facts (profile.nodes and profile.values already hold them)
 // completed with what the run observed: how many bytes a copy of each value
 // takes, and whether it needed grad. The graph can only say a value may need
 // grad (an op's output does unless proven otherwise); the run saw it right
-// after its node ran. A value on a storage that a later node may write in
-// place may come to need grad after that (x.copy_(y) where y needs grad):
-// the graph's answer stands for it.
+// after its node ran, and the result of each node that wrote its storage in
+// place later (x.copy_(y) where y needs grad makes x need it); where a later
+// write left no result the run saw, the graph's answer stands.
 void fillObservedValueFacts(Profile& profile, const TensorBook& book, const std::vector<int64_t>& input_bytes) {
-  const std::unordered_map<int, int> last_writer = lastWriterOfTensor(profile, book);
+  const std::unordered_map<int, std::vector<int>> writers = writersOfTensor(profile, book);
   for (GraphValue& value : profile.values) {
     value.needs_grad = value.requires_grad;
     if (value.producer_node < 0) {
@@ -226,8 +253,15 @@ void fillObservedValueFacts(Profile& profile, const TensorBook& book, const std:
     const ObservedValue* seen = book.observedValue(value.name);
     if (!seen) continue;
     value.bytes = seen->bytes;
-    const auto writer = last_writer.find(book.tensorOfValue(value.name));
-    if (writer == last_writer.end() || writer->second <= value.producer_node) value.needs_grad = seen->requires_grad;
+    const int tensor = book.tensorOfValue(value.name);
+    const auto written = writers.find(tensor);
+    if (written == writers.end()) {
+      value.needs_grad = seen->requires_grad;
+      continue;
+    }
+    if (const std::optional<bool> needs = neededGradAfterWrites(profile, book, tensor, written->second,
+                                                                value.producer_node, seen->requires_grad))
+      value.needs_grad = *needs;
   }
 }
 

@@ -168,7 +168,10 @@ void RecordingSession::onAllocation(void* ptr, int64_t delta_bytes, int64_t allo
 void RecordingSession::onForwardNodeMarker(int node) { beginStep(Phase::Forward, node, ""); }
 
 void RecordingSession::onObservedValue(int node, int output_index, int list_index, const at::Tensor& value) {
-  if (!value.defined() || value.numel() == 0 || !value.has_storage()) return;
+  // Empty values too: an empty slice is on its base's storage, and a write
+  // through it (a fill of a window that selects nothing) is one of the writes
+  // that say whether the base came to need grad (event_stream.cpp).
+  if (!value.defined() || !value.has_storage()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!recording_) return;
   ObservedValue observed;

@@ -25,6 +25,11 @@ struct SegmentCut {
   std::vector<std::string> input_values;     // checkpoint inputs: read inside, made outside
   std::vector<std::string> output_values;    // made inside, read after last_node
   std::vector<std::string> replayed_inputs;  // inputs written in place inside, snapshotted by the checkpoint
+  // Tensor outputs that needed no grad in the profiled run although the graph
+  // cannot tell (a mask new_zeros made from an input that needs grad): the
+  // rewriter passes them on without autograd history, as the original had
+  // none, so nothing after the segment differentiates towards them.
+  std::vector<std::string> outputs_without_grad;
   int64_t kept_state_bytes = 0;              // snapshots + generator state the checkpoint keeps until its backward
   int recompute_step = -1;                   // the profile step before which the recompute runs, -1 if never
   std::vector<int> dropped_tensors;        // profile tensor ids not kept for backward

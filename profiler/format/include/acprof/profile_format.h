@@ -136,8 +136,8 @@ struct GraphValue {
   bool can_leave = false;             // can be a checkpoint output (tensor or scalar)
   bool is_tensor = false;
   bool requires_grad = false;         // may need grad (decided from the graph: cut_facts.h)
-  bool needs_grad = false;            // needed grad in the recorded run (observed where the run saw
-                                      // the value and nothing wrote it after; else requires_grad)
+  bool needs_grad = false;            // needed grad in the recorded run (observed after its node and
+                                      // after every later in-place write of it; else requires_grad)
   int64_t bytes = 0;                  // observed numel * element size (what a copy allocates)
   int tensor = -1;                    // the storage (Profile::tensors id) it was on in the recorded
                                       // run; -1: none seen (not a tensor, a list, never run)
