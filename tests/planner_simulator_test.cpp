@@ -520,38 +520,67 @@ TEST(PlannerSimulator, ALaterUseWhoseGradientIsAViewHoldsTheGradientItReceived) 
                 Simulator(twoUsesProfile(false, true)).liveBytesPerEvent({{1, 3}}), 8, 12, 10);
 }
 
-// c = relu(in); h = relu(in); m = relu(h); y = cat(c, m); o = tanh(y);
-// out = c * o, checkpointed as [1, 4]: c is read inside (by the cat) and after
-// (by node 5, whose backward begins c's gradient sum). The cat's backward hands
-// on two slices of y's gradient gy: c's, which the original added to the
-// waiting sum at once, and m's, which node 2's backward uses and then frees
-// gy. The checkpoint keeps c's slice, and so all of gy, until it returns (after
-// node 1's backward), although node 2 freed it, not the cat (RAFT's GRU input
-// cat of its context and its motion features). With `c_slice_reported` false,
-// autograd's hooks did not report gy as c's gradient, and every event is the same.
-Profile catOfAnOutsideAndAnInsideValueProfile(bool c_slice_reported) {
-  ProfileBuilder b;
+// The forward both profiles below begin with: c = relu(in); h = relu(in);
+// m = relu(h); y = cat(c, m) (nodes 0-3, events 0-4), c and y each needing grad.
+struct CatOfOutsideAndInside {
+  int c, h, m, y;
+};
+CatOfOutsideAndInside catOfOutsideAndInsideForward(ProfileBuilder& b) {
   b.addStatic(1000, Category::Weight);
+  CatOfOutsideAndInside t{};
   b.node("aten::relu", {"in"}, {"c"});
-  const int c = b.alloc(10);  // event 0
+  t.c = b.alloc(10);  // event 0
   b.valueBytes("c", 10);
   b.node("aten::relu", {"in"}, {"h"});
-  const int h = b.alloc(10);  // event 1
+  t.h = b.alloc(10);  // event 1
   b.node("aten::relu", {"h"}, {"m"});
-  const int m = b.alloc(10);  // event 2
-  b.readBy(h, 2);
-  b.free(h);                  // event 3
+  t.m = b.alloc(10);  // event 2
+  b.readBy(t.h, 2);
+  b.free(t.h);        // event 3
   b.node("aten::cat", {"c", "m"}, {"y"});
-  const int y = b.alloc(20);  // event 4
-  b.readBy(c, 3);
-  b.readBy(m, 3);
+  t.y = b.alloc(20);  // event 4
+  b.valueBytes("y", 20);
+  b.readBy(t.c, 3);
+  b.readBy(t.m, 3);
+  return t;
+}
+
+// Their backward from the cat on: the cat makes nothing (it hands on slices
+// of gy); node 2 makes h's gradient, then frees gy and m; node 1 frees that;
+// node 0 frees c's gradient sum gc and c. Six events.
+void catOfOutsideAndInsideBackward(ProfileBuilder& b, const CatOfOutsideAndInside& t, int gy, int gc) {
+  b.backward(3);
+  b.backward(2);
+  const int gh = b.alloc(10);
+  b.gradientOf(gh, {"h"});
+  b.free(gy);
+  b.free(t.m);
+  b.backward(1);
+  b.free(gh);
+  b.backward(0);
+  b.free(gc);
+  b.free(t.c);
+}
+
+// ... o = tanh(y); out = c * o, checkpointed as [1, 4]: c is read inside (by
+// the cat) and after (by node 5, whose backward begins c's gradient sum). The
+// cat's backward hands on two slices of y's gradient gy: c's, which the
+// original added to the waiting sum at once, and m's, which node 2's backward
+// uses and then frees gy. The checkpoint keeps c's slice, and so all of gy,
+// until it returns (after node 1's backward), although node 2 freed it, not
+// the cat (RAFT's GRU input cat of its context and its motion features). With
+// `c_slice_reported` false, autograd's hooks did not report gy as c's
+// gradient, and every event is the same.
+Profile catOfAnOutsideAndAnInsideValueProfile(bool c_slice_reported) {
+  ProfileBuilder b;
+  const CatOfOutsideAndInside t = catOfOutsideAndInsideForward(b);
   b.node("aten::tanh", {"y"}, {"o"});
   const int o = b.alloc(20);  // event 5
-  b.readBy(y, 4);
-  b.free(y);                  // event 6
+  b.readBy(t.y, 4);
+  b.free(t.y);                // event 6
   b.node("aten::mul", {"c", "o"}, {"out"});
   b.setCategory(b.alloc(10), Category::Output);  // event 7
-  b.readBy(c, 5);
+  b.readBy(t.c, 5);
   b.readBy(o, 5);
   b.loss();
   b.backward(5);
@@ -564,17 +593,7 @@ Profile catOfAnOutsideAndAnInsideValueProfile(bool c_slice_reported) {
   b.gradientOf(gy, c_slice_reported ? std::vector<std::string>{"y", "c", "m"} : std::vector<std::string>{"y", "m"});
   b.free(go);  // event 11
   b.free(o);   // event 12
-  b.backward(3);
-  b.backward(2);
-  const int gh = b.alloc(10);  // event 13
-  b.gradientOf(gh, {"h"});
-  b.free(gy);  // event 14
-  b.free(m);   // event 15
-  b.backward(1);
-  b.free(gh);  // event 16
-  b.backward(0);
-  b.free(gc);  // event 17
-  b.free(c);   // event 18
+  catOfOutsideAndInsideBackward(b, t, gy, gc);  // events 13-18: gy freed at 14, node 1's backward at 16
   return b.finish();
 }
 
@@ -587,43 +606,28 @@ TEST(PlannerSimulator, AViewOfAGradientThatAnotherNodeOfTheSegmentFreesIsHeldUnt
             Simulator(catOfAnOutsideAndAnInsideValueProfile(false)).liveBytesPerEvent({}));
 }
 
-// The same cat's output y also read after the segment: c = relu(in);
-// h = relu(in); m = relu(h); y = cat(c, m); o = tanh(y); p = c * o;
-// out = y * p, checkpointed as [1, 4]. y's gradient buffer gy begins at node
-// 6's backward and the original adds tanh's gradient of y to it in place; the
-// checkpoint hands gy to its recompute as a gradient it received, so the sum
-// with tanh's is a new tensor, and it is that sum whose slice the cat hands on
-// as c's gradient: it is held until the checkpoint returns, where the
-// original's buffer went with node 2's backward (RAFT's GRU input x, read by
-// both of its separable GRUs, when a segment ends between them). With
+// ... o = tanh(y); p = c * o; out = y * p: the cat's output y is also read
+// after the segment, checkpointed as [1, 4]. y's gradient buffer gy begins at
+// node 6's backward and the original adds tanh's gradient of y to it in
+// place; the checkpoint hands gy to its recompute as a gradient it received,
+// so the sum with tanh's is a new tensor, and it is that sum whose slice the
+// cat hands on as c's gradient: it is held until the checkpoint returns, where
+// the original's buffer went with node 2's backward (RAFT's GRU input x, read
+// by both of its separable GRUs, when a segment ends between them). With
 // `c_slice_reported` false, every event is the same.
 Profile catReadInsideAndAfterProfile(bool c_slice_reported) {
   ProfileBuilder b;
-  b.addStatic(1000, Category::Weight);
-  b.node("aten::relu", {"in"}, {"c"});
-  const int c = b.alloc(10);  // event 0
-  b.valueBytes("c", 10);
-  b.node("aten::relu", {"in"}, {"h"});
-  const int h = b.alloc(10);  // event 1
-  b.node("aten::relu", {"h"}, {"m"});
-  const int m = b.alloc(10);  // event 2
-  b.readBy(h, 2);
-  b.free(h);                  // event 3
-  b.node("aten::cat", {"c", "m"}, {"y"});
-  const int y = b.alloc(20);  // event 4
-  b.valueBytes("y", 20);
-  b.readBy(c, 3);
-  b.readBy(m, 3);
+  const CatOfOutsideAndInside t = catOfOutsideAndInsideForward(b);
   b.node("aten::tanh", {"y"}, {"o"});
   const int o = b.alloc(20);  // event 5
-  b.readBy(y, 4);
+  b.readBy(t.y, 4);
   b.node("aten::mul", {"c", "o"}, {"p"});
   const int p = b.alloc(20);  // event 6
-  b.readBy(c, 5);
+  b.readBy(t.c, 5);
   b.readBy(o, 5);
   b.node("aten::mul", {"y", "p"}, {"out"});
   b.setCategory(b.alloc(20), Category::Output);  // event 7
-  b.readBy(y, 6);
+  b.readBy(t.y, 6);
   b.readBy(p, 6);
   b.loss();
   b.backward(6);
@@ -644,18 +648,8 @@ Profile catReadInsideAndAfterProfile(bool c_slice_reported) {
   b.free(gy_tanh);  // event 15
   b.free(go);       // event 16
   b.free(o);        // event 17
-  b.free(y);        // event 18
-  b.backward(3);
-  b.backward(2);
-  const int gh = b.alloc(10);  // event 19
-  b.gradientOf(gh, {"h"});
-  b.free(gy);  // event 20
-  b.free(m);   // event 21
-  b.backward(1);
-  b.free(gh);  // event 22
-  b.backward(0);
-  b.free(gc);  // event 23
-  b.free(c);   // event 24
+  b.free(t.y);      // event 18
+  catOfOutsideAndInsideBackward(b, t, gy, gc);  // events 19-24: gy freed at 20, node 1's backward at 22
   return b.finish();
 }
 
