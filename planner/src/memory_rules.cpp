@@ -262,12 +262,18 @@ void addHeldUseGradients(const ProfileIndex& index, const SegmentBoundary& bound
   }
 }
 
+// The node whose step freed a tensor, or -1 (never freed, or freed by a step
+// of no node: the loss, the optimizer).
+int nodeThatFreed(const ProfileIndex& index, const TensorRecord& t) {
+  return t.free_step >= 0 && t.free_step < index.step_count ? index.profile.steps[t.free_step].node : -1;
+}
+
 // Whether one of the segment's view-holding uses hands on a view of gradient
 // r: the use frees r itself, or r is what autograd's hooks reported as the
 // use's value's gradient while the use's backward ran (a cat's slice, when
 // another node of the segment frees the rest of r later).
 bool viewHeldBySegment(const ProfileIndex& index, const SegmentTiming& timing, const TensorRecord& r) {
-  const int freeing_node = r.free_step >= 0 && r.free_step < index.step_count ? index.profile.steps[r.free_step].node : -1;
+  const int freeing_node = nodeThatFreed(index, r);
   return std::any_of(timing.view_holding_uses.begin(), timing.view_holding_uses.end(),
                      [&](const SegmentTiming::ViewHoldingUse& use) {
                        return use.node == freeing_node ||
@@ -572,7 +578,7 @@ int tensorIntervals(const ProfileIndex& index, int tensor, const DecisionView& d
   }
   // The checkpoint's backward holds the gradients it received until it
   // returns; the original backward freed each once its node had used it.
-  const int consumer_node = t.free_step >= 0 && t.free_step < index.step_count ? index.profile.steps[t.free_step].node : -1;
+  const int consumer_node = nodeThatFreed(index, t);
   if (t.producer_node < 0 && consumer_node >= 0 && consumer_node < index.node_count) {
     const SegmentTiming* consumer = decision.segmentContaining(consumer_node);
     if (consumer && consumer->has_backward && t.alloc_step < consumer->first_backward_step &&
