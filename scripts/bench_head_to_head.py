@@ -25,11 +25,13 @@ Rows, each engine's baseline first:
     plan's predicted peak beside the row's measured one.
   - torch.compile on the inductor backend with no budget (baseline), and with
     torch._functorch.config.activation_memory_budget at 0.5, 0.2 and 0.0.
-  - the TorchScript model (baseline), and acprof at 80/60/40/30 % of its profiled peak and at
-    its floor (the smallest peak the planner reaches, read from `acprof plan --outcome`): `acprof
+  - the TorchScript model (baseline), and acprof at 80/60/40/30 % of its profiled peak, at each
+    peer's peak (the peer's peak ratio times acprof's profiled peak: the peers are built and
+    measured first, so acprof is asked for exactly the peak a user compares it with) and at its
+    floor (the smallest peak the planner reaches, read from `acprof plan --outcome`): `acprof
     plan --budget`, then `acprof rewrite` (verified against the TorchScript model), then the
     rewritten model is run here like every other row. A budget below the floor is a row that
-    says so; it is not an error.
+    says so; it is not an error. acprof's eager path has the same budgets.
   A row whose engine fails (a combination CPU inductor cannot compile, say) is a row that shows
   the error's first line; --allow-error names the settings where that is a known failure.
 
@@ -48,6 +50,9 @@ How each number is measured, the same way for every row, all in this one process
   - Gradients: of the measured step, compared parameter by parameter with eager's: "equal" when
     every one is bit for bit, else the largest absolute difference; a difference above
     --grad-tolerance times eager's largest gradient is a failure.
+  - What is run again in backward: for acprof's rows the aten ops of the plan's segments, for
+    torch.compile's the ops its partitioner rematerializes (its debug count, read from its log
+    record); a second table.
 """
 
 import argparse
@@ -55,6 +60,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import logging
 import math
 import os
 import platform
@@ -273,6 +279,10 @@ class Row:
     peak_ratio: Optional[float] = None
     time_ratio: Optional[float] = None
     reserved_peak_bytes: Optional[int] = None  # CUDA: the caching allocator's reserved peak, process-wide
+    # Ops of the forward that this row runs again in backward, by name: what acprof's plan recomputes,
+    # or what torch.compile's partitioner rematerializes (its own count); empty when not known.
+    recomputed: Dict[str, int] = field(default_factory=dict)
+    budget_bytes: Optional[int] = None  # acprof's rows: the budget planned for, on acprof's count
 
     @property
     def time_ms(self) -> Optional[float]:
@@ -413,40 +423,62 @@ def acprof_peak(path: str) -> int:
         return json.load(handle)["summary"]["peak_bytes"]
 
 
-def budget_rows(acprof: str, work: str, engine: str, budgets: List[str]) -> Tuple[int, List[tuple]]:
+def budget_rows(acprof: str, work: str, engine: str, budgets: List[str], profiled: int,
+                peer_peaks: List[Tuple[str, float]]) -> Tuple[int, List[tuple]]:
     """The floor of work/profile.json, which `acprof plan --outcome` names when no plan fits 1
-    byte, and (budget, tag, row) for each of `budgets` and for that floor."""
+    byte, and (budget, tag, row) for each of `budgets`, for each peer's peak ratio (that share of
+    acprof's profiled peak: acprof asked for exactly the peak the peer reached), and for that floor."""
     run_acprof(acprof, ["plan", "profile.json", "--budget", "1", "-o", "plan-floor.json",
                         "--outcome", "outcome-floor.json"], work, allowed=(3,))
     with open(os.path.join(work, "outcome-floor.json")) as handle:
         floor_bytes = json.load(handle)["floor"]["peak_bytes"]
-    rows = []
-    for budget in budgets + [str(floor_bytes)]:
-        tag = budget.rstrip("%") if budget.endswith("%") else "floor"
-        setting = f"acprof {budget}" if tag != "floor" else f"acprof floor ({floor_bytes / 2**20:.1f} MiB)"
-        rows.append((budget, tag, Row(engine, setting)))
+    rows = [(budget, budget.rstrip("%"), Row(engine, f"acprof {budget}")) for budget in budgets]
+    for index, (peer, ratio) in enumerate(peer_peaks):
+        rows.append((str(int(ratio * profiled)), f"peer{index}", Row(engine, f"acprof at {peer}'s peak ({ratio:.2f})")))
+    rows.append((str(floor_bytes), "floor", Row(engine, f"acprof floor ({floor_bytes / 2**20:.1f} MiB)")))
     return floor_bytes, rows
 
 
+def recomputed_ops(work: str, tag: str) -> Dict[str, int]:
+    """The ops of the segments of work/plan-TAG.json that make a tensor (each runs again in
+    backward), by name; views and shape queries, which make none, are not counted."""
+    with open(os.path.join(work, "profile.json")) as handle:
+        profile = json.load(handle)
+    with open(os.path.join(work, f"plan-{tag}.json")) as handle:
+        segments = json.load(handle)["segments"]
+    producers = {tensor["producer_node"] for tensor in profile["tensors"] if tensor["bytes"] > 0}
+    counts: Dict[str, int] = {}
+    for segment in segments:
+        for node in profile["nodes"][segment["first_node"]:segment["last_node"] + 1]:
+            if node["id"] in producers:
+                name = node["kind"].split("::")[-1].split(".")[0]  # the eager recorder names overloads
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
 def plan_fits(acprof: str, work: str, budget: str, tag: str, row: Row, profiled: int, floor_bytes: int) -> bool:
-    """Plans work/profile.json at `budget` into plan-TAG.json: True when a plan fits, False (the
-    row's note says so) where the budget is below the floor."""
+    """Plans work/profile.json at `budget` into plan-TAG.json: True when a plan fits (the row then
+    has the plan's budget in bytes and what it recomputes), False (the row's note says so) where
+    the budget is below the floor."""
     plan = run_acprof(acprof, ["plan", "profile.json", "--budget", budget, "-o", f"plan-{tag}.json"], work,
                       allowed=(0, 3))
     if plan.returncode == 3:
         row.note = f"below the floor ({100 * floor_bytes / profiled:.0f} % of acprof's profiled peak)"
         return False
+    with open(os.path.join(work, f"plan-{tag}.json")) as handle:
+        row.budget_bytes = json.load(handle)["budget_bytes"]
+    row.recomputed = recomputed_ops(work, tag)
     return True
 
 
-def acprof_models(acprof: str, work: str, model_path: str, args) -> List[tuple]:
+def acprof_models(acprof: str, work: str, model_path: str, args, peer_peaks: List[Tuple[str, float]]) -> List[tuple]:
     """(row, model file) for the TorchScript baseline and each acprof budget; a row without a file
     is finished (below the floor, or failed)."""
     device, budgets, tolerance = args.device, args.acprof_budgets, args.rewrite_tolerance
     run_acprof(acprof, ["profile", model_path, "-o", "profile.json", "--iters", "3", "--device", device], work)
     profiled = acprof_peak(os.path.join(work, "profile.json"))
     rows = [(Row("TorchScript", "baseline", baseline=True, acprof_peak_bytes=profiled), model_path)]
-    floor_bytes, budget_plans = budget_rows(acprof, work, "acprof", budgets)
+    floor_bytes, budget_plans = budget_rows(acprof, work, "acprof", budgets, profiled, peer_peaks)
     for budget, tag, row in budget_plans:
         try:
             if not plan_fits(acprof, work, budget, tag, row, profiled, floor_bytes):
@@ -484,7 +516,8 @@ def acprof_models(acprof: str, work: str, model_path: str, args) -> List[tuple]:
     return rows
 
 
-def acprof_eager_models(acprof: str, work: str, bench: BenchModel, stored, args) -> List[tuple]:
+def acprof_eager_models(acprof: str, work: str, bench: BenchModel, stored, args,
+                        peer_peaks: List[Tuple[str, float]]) -> List[tuple]:
     """(row, factory) for acprof's eager path (python/acprof/eager) at each budget and its floor:
     the seeded eager model's step recorded by record_profile into the same profile format,
     planned by `acprof plan`, and applied to a fresh seeded model by apply_plan (non-reentrant
@@ -499,7 +532,8 @@ def acprof_eager_models(acprof: str, work: str, bench: BenchModel, stored, args)
                          path=os.path.join(eager_work, "profile.json"), autocast=stored.autocast or "")
     profiled = acprof_peak(os.path.join(eager_work, "profile.json"))
     rows = []
-    floor_bytes, budget_plans = budget_rows(acprof, eager_work, "acprof (eager)", args.acprof_budgets)
+    floor_bytes, budget_plans = budget_rows(acprof, eager_work, "acprof (eager)", args.acprof_budgets, profiled,
+                                            peer_peaks)
     for budget, tag, row in budget_plans:
         try:
             if not plan_fits(acprof, eager_work, budget, tag, row, profiled, floor_bytes):
@@ -518,19 +552,70 @@ def acprof_eager_models(acprof: str, work: str, bench: BenchModel, stored, args)
 
 # --- torch.compile ----------------------------------------------------------------------------
 
-def inductor_with_budget(budget: Optional[float]):
+class RematerializedOps(logging.Handler):
+    """Adds up what torch.compile's partitioner rematerializes, by op name: its debug mode
+    (torch._functorch.partitioners.AOT_PARTITIONER_DEBUG) logs the count of each forward op the
+    backward graph runs again, as a list of (name, count) in the record's arguments."""
+
+    def __init__(self, into: Dict[str, int]):
+        super().__init__(logging.INFO)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == "Count of Ops Rematerialized: %s" and record.args:
+            for name, count in record.args[0]:
+                if not is_view_op(name):  # counted as acprof's rows are: ops that make a tensor
+                    short = name.split(".")[-1]
+                    self.into[short] = self.into.get(short, 0) + count
+
+
+def is_view_op(name: str) -> bool:
+    """Whether the op `name` ("aten.permute") returns a view of an input, as its schema says."""
+    namespace, _, op = name.partition(".")
+    try:
+        overload = next(iter(getattr(getattr(torch.ops, namespace), op).overloads()))
+        schema = getattr(getattr(getattr(torch.ops, namespace), op), overload)._schema
+    except (AttributeError, RuntimeError, StopIteration):
+        return False
+    return bool(schema.returns) and schema.returns[0].alias_info is not None
+
+
+@contextlib.contextmanager
+def counting_rematerialized_ops(into: Dict[str, int]):
+    """While the partitioner runs: its debug counts on, into `into`, and not printed. A torch whose
+    partitioner has no such switch or message leaves `into` empty (the table then says unknown)."""
+    from torch._functorch import partitioners
+    logger = logging.getLogger(partitioners.__name__)
+    saved = (getattr(partitioners, "AOT_PARTITIONER_DEBUG", None), logger.level, logger.propagate)
+    handler = RematerializedOps(into)
+    partitioners.AOT_PARTITIONER_DEBUG = True
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # the debug mode's other lines (saved sizes) are not for the console
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        partitioners.AOT_PARTITIONER_DEBUG, level, logger.propagate = saved
+        logger.setLevel(level)
+
+
+def inductor_with_budget(budget: Optional[float], rematerialized: Dict[str, int]):
     """The inductor backend with activation_memory_budget set while it partitions the joint graph
-    (at the first step). One backend object per row: dynamo guards each compiled frame on its
-    backend, so the rows' models, all of one class, do not share a compiled graph."""
+    (at the first step), counting into `rematerialized` what its partition recomputes. One backend
+    object per row: dynamo guards each compiled frame on its backend, so the rows' models, all of
+    one class, do not share a compiled graph."""
     from torch._functorch import config as functorch_config
     from torch._inductor.compile_fx import compile_fx
 
     def backend(graph_module, example_inputs):
         log(f"inductor compiles a graph of {len(graph_module.graph.nodes)} nodes, activation_memory_budget "
             f"{'default' if budget is None else budget}")
-        if budget is None:
-            return compile_fx(graph_module, example_inputs)
-        with functorch_config.patch(activation_memory_budget=budget):
+        settings = {} if budget is None else {"activation_memory_budget": budget}
+        # Without AOTAutograd's cache: a graph found there is not partitioned again, and its
+        # rematerialized ops would go uncounted (inductor's own code cache still serves).
+        with functorch_config.patch(enable_autograd_cache=False, **settings), \
+                counting_rematerialized_ops(rematerialized):
             return compile_fx(graph_module, example_inputs)
 
     return backend
@@ -545,58 +630,98 @@ def raise_recompile_limit() -> None:
 
 # --- the run ----------------------------------------------------------------------------------
 
-def make_runners(args, bench: BenchModel, stored, work: str, model_path: str) -> List[Runner]:
-    runners: List[Runner] = []
-    rows: List[Row] = []  # every row, in the order the tables list them
+class RowGroup:
+    """One engine's rows in table order, and a runner for each row whose model could be built."""
 
-    device = args.device
+    def __init__(self, stored, device: str):
+        self.stored, self.device = stored, device
+        self.rows: List[Row] = []
+        self.runners: List[Runner] = []
 
-    def add(row: Row, make: Callable[[], nn.Module], context=contextlib.nullcontext) -> None:
-        rows.append(row)
+    def add(self, row: Row, make: Callable[[], nn.Module], context=contextlib.nullcontext) -> None:
+        self.rows.append(row)
         try:
-            runners.append(Runner(row, make(), stored, device, context))
+            self.runners.append(Runner(row, make(), self.stored, self.device, context))
         except Exception as error:
             row.error = first_line(error)
 
-    add(Row("eager", "baseline", baseline=True), lambda: build_seeded(bench, device))
-    add(Row("eager", "checkpoint every block"), lambda: wrap_blocks(bench, device))
-    add(Row("eager", "selective checkpoint every block (save matmuls)"),
-        lambda: wrap_blocks(bench, device, selective_context))
-    # acprof's eager path against eager's baseline; its recorder runs on the CPU.
-    if args.acprof and device == "cpu":
-        for row, make in acprof_eager_models(args.acprof, work, bench, stored, args):
-            if make is None:
-                rows.append(row)
-            else:
-                add(row, make)
+
+def guarded(runner: Runner, what: Callable[[], object]):
+    """what(), or None with the row's error set when it raises (or had failed before)."""
+    if runner.row.error:
+        return None
+    try:
+        return what()
+    except Exception as error:
+        runner.row.error = first_line(error)
+        return None
+
+
+def peer_peak_ratios(runners: List[Runner]) -> List[Tuple[str, float]]:
+    """Each peer's peak as a ratio to its engine's baseline, measured before acprof plans, so that
+    acprof can be asked for exactly the peak each peer reached: (the peer's name, ratio) for every
+    peer below its baseline. Two steps each (torch.compile compiles at the first); run_rows
+    measures every row again."""
+    for runner in runners:
+        guarded(runner, runner.timed_step)
+        guarded(runner, runner.measured_step)
+        runner.row.times_ms.clear()
+    baselines = {r.row.engine: r.row for r in runners if r.row.baseline and r.row.measured}
+    peaks = []
+    for runner in runners:
+        baseline = baselines.get(runner.row.engine)
+        if runner.row.baseline or not runner.row.measured or baseline is None:
+            continue
+        ratio = runner.row.peak_bytes / baseline.peak_bytes
+        if ratio < 1.0:
+            peaks.append((f"{runner.row.engine} {runner.row.setting}", ratio))
+    log("peers' peaks: " + (", ".join(f"{name} {ratio:.2f}" for name, ratio in peaks) or "none below a baseline"))
+    return peaks
+
+
+def make_runners(args, bench: BenchModel, stored, work: str,
+                 model_path: str) -> Tuple[List[Runner], List[Row], List[Tuple[str, float]]]:
+    """Every row's runner, every row (in the order the tables list them), and the peers' peaks
+    acprof planned at: the peers are built and measured first (--no-peer-peaks: not)."""
+    device = args.device
+    eager = RowGroup(stored, device)
+    eager.add(Row("eager", "baseline", baseline=True), lambda: build_seeded(bench, device))
+    eager.add(Row("eager", "checkpoint every block"), lambda: wrap_blocks(bench, device))
+    eager.add(Row("eager", "selective checkpoint every block (save matmuls)"),
+              lambda: wrap_blocks(bench, device, selective_context))
+    compiled = RowGroup(stored, device)
     raise_recompile_limit()
     for budget in ([None] + args.compile_budgets) if args.compile else []:
         row = Row("torch.compile", "inductor, no budget" if budget is None else f"activation_memory_budget {budget}",
                   baseline=budget is None)
-        add(row, lambda: torch.compile(build_seeded(bench, device), backend=inductor_with_budget(budget)))
-    if not args.acprof:
-        return runners, rows
-    for row, path in acprof_models(args.acprof, work, model_path, args):
-        if path is None:
-            rows.append(row)
-        else:
-            # acprof runs the TorchScript model with the executor's optimization off, and so does
-            # a user of its output.
-            add(row, lambda: torch.jit.load(path, map_location=device).train(),
-                lambda: torch.jit.optimized_execution(False))
-    return runners, rows
+        compiled.add(row, lambda: torch.compile(build_seeded(bench, device),
+                                                backend=inductor_with_budget(budget, row.recomputed)))
+    peer_peaks = (peer_peak_ratios(eager.runners + compiled.runners) if args.acprof and args.peer_peaks else [])
+
+    # acprof's eager path against eager's baseline; its recorder runs on the CPU.
+    eager_path = RowGroup(stored, device)
+    if args.acprof and device == "cpu":
+        for row, make in acprof_eager_models(args.acprof, work, bench, stored, args, peer_peaks):
+            if make is None:
+                eager_path.rows.append(row)
+            else:
+                eager_path.add(row, make)
+    script = RowGroup(stored, device)
+    if args.acprof:
+        for row, path in acprof_models(args.acprof, work, model_path, args, peer_peaks):
+            if path is None:
+                script.rows.append(row)
+            else:
+                # acprof runs the TorchScript model with the executor's optimization off, and so does
+                # a user of its output.
+                script.add(row, lambda: torch.jit.load(path, map_location=device).train(),
+                           lambda: torch.jit.optimized_execution(False))
+    groups = [eager, eager_path, compiled, script]
+    return ([r for group in groups for r in group.runners], [row for group in groups for row in group.rows],
+            peer_peaks)
 
 
 def run_rows(runners: List[Runner], rounds: int, tolerance: float) -> None:
-    def guarded(runner: Runner, what: Callable[[], object]):
-        if runner.row.error:
-            return None
-        try:
-            return what()
-        except Exception as error:
-            runner.row.error = first_line(error)
-            return None
-
     for runner in runners:  # warm-up: torch.compile compiles here, TorchScript profiles
         guarded(runner, runner.timed_step)
         guarded(runner, runner.timed_step)
@@ -679,6 +804,18 @@ def markdown(rows: List[Row]) -> str:
             row.engine, row.setting, "–" if row.peak_bytes is None or row.error else f"{row.peak_bytes / 2**20:.1f} MiB",
             cell_ratio(row.peak_ratio), "–" if row.time_ms is None or row.error else f"{row.time_ms:.0f} ms",
             cell_ratio(row.time_ratio), row.gradients if row.gradients_ok else f"**{row.gradients}**", note))
+    return "\n".join(lines)
+
+
+def markdown_recomputed(rows: List[Row]) -> str:
+    """What each row runs again in backward, where that is known: acprof's plans (the aten ops of
+    their segments) and torch.compile's partitions (the ops its partitioner rematerializes)."""
+    lines = ["| engine | setting | ops run again in backward | most of them |", "|---|---|---:|---|"]
+    for row in rows:
+        if row.engine in ACPROF_ENGINES + ("torch.compile",) and not row.error and row.peak_bytes is not None:
+            common = sorted(row.recomputed.items(), key=lambda item: (-item[1], item[0]))[:8]
+            lines.append(f"| {row.engine} | {row.setting} | {sum(row.recomputed.values())} | "
+                         f"{', '.join(f'{name} {count}' for name, count in common) or '–'} |")
     return "\n".join(lines)
 
 
@@ -778,6 +915,9 @@ def main() -> int:
                         help="comma-separated `acprof plan --budget` values; the floor is always added")
     parser.add_argument("--compile-budgets", default=",".join(str(b) for b in COMPILE_BUDGETS),
                         help="comma-separated activation_memory_budget values for torch.compile's rows")
+    parser.add_argument("--no-peer-peaks", dest="peer_peaks", action="store_false",
+                        help="leave out acprof's rows at each peer's peak (those plan at the peak each peer "
+                        "measured, so the peers are measured first)")
     parser.add_argument("--no-compile", dest="compile", action="store_false",
                         help="leave out torch.compile's rows (their compiles take minutes on a cold cache)")
     parser.add_argument("--export-only", metavar="FILE",
@@ -814,7 +954,7 @@ def main() -> int:
     _, stored = training_step.load_with_specs(model_path)
 
     started = time.time()
-    runners, rows = make_runners(args, bench, stored, work, model_path)
+    runners, rows, peer_peaks = make_runners(args, bench, stored, work, model_path)
     run_rows(runners, args.rounds, args.grad_tolerance)
     fill_ratios(rows)
     result = verdicts(rows)
@@ -828,7 +968,7 @@ def main() -> int:
                "torch": torch.__version__, "date": time.strftime("%Y-%m-%d", time.gmtime()),
                "seconds": round(time.time() - started)}
     with open(os.path.join(work, "results.json"), "w") as handle:
-        json.dump({"model": args.model, "inputs": stored.inputs, "machine": machine,
+        json.dump({"model": args.model, "inputs": stored.inputs, "machine": machine, "peer_peaks": peer_peaks,
                    "rows": [dict(vars(row), time_ms=row.time_ms, median_time_ms=row.median_time_ms) for row in rows], "verdicts": result}, handle,
                   indent=1)
 
@@ -838,6 +978,8 @@ def main() -> int:
           f"torch {torch.__version__}, {args.rounds} interleaved rounds (time: the fastest), "
           f"{machine['seconds']} s\n")
     print(markdown(rows))
+    print()
+    print(markdown_recomputed(rows))
     print()
     print(markdown_verdicts(result))
     print(f"\nfrontier: {svg_path}; rows as JSON: {os.path.join(work, 'results.json')}")

@@ -1,9 +1,10 @@
 # The head-to-head benchmark (scripts/bench_head_to_head.py) end to end at test size: every row of
 # every engine (eager, per-block and selective checkpointing, torch.compile with and without
-# activation_memory_budget, TorchScript, acprof), none with an error, every gradient equal to
-# eager's within the benchmark's tolerance, the frontier plot written. gpt_small (2 layers, 32
-# tokens): its floor (about 69 %) leaves the 80 % row and the floor measured, the rest below the
-# floor; about 40 s on a 2-core machine, most of it inductor compiling four graphs.
+# activation_memory_budget, TorchScript, acprof, acprof at each peer's peak), none with an error,
+# every gradient equal to eager's within the benchmark's tolerance, what each row recomputes
+# listed, the frontier plot written. gpt_small (2 layers, 32 tokens): its floor (about 69 %) leaves
+# the 80 % row, the rows at the peers' peaks and the floor measured, the rest below the floor;
+# about 50 s on a 2-core machine, most of it inductor compiling four graphs.
 add_test(NAME bench_head_to_head_small
          COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/bench_head_to_head_check.py
                  --python ${ACPROF_PYTHON} --acprof $<TARGET_FILE:acprof> --ops $<TARGET_FILE:acprof_ops>

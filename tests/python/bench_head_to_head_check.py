@@ -4,7 +4,9 @@
 order, none with an error (but those --allow-error names, passed on to the benchmark), every
 gradient equal to eager's or within the benchmark's tolerance, each baseline at ratio 1, every
 acprof row that met its budget below its baseline's peak, the TorchScript ones verified bit for
-bit and the eager path's gradients eager's bit for bit.
+bit and measured within their budget, the eager path's gradients eager's bit for bit, acprof's
+rows at the peers' peaks there, and what each acprof and budgeted torch.compile row runs again in
+backward listed.
 Exits 1 with the benchmark's output and what is wrong."""
 
 import argparse
@@ -19,25 +21,42 @@ import xml.etree.ElementTree as ElementTree
 # same code of the benchmark's.
 COMPILE_BUDGET = "0.5"
 
-EXPECTED = [("eager", "baseline"), ("eager", "checkpoint every block"),
-            ("eager", "selective checkpoint every block (save matmuls)"),
-            ("acprof (eager)", "acprof 80%"), ("acprof (eager)", "acprof 60%"), ("acprof (eager)", "acprof 40%"),
-            ("acprof (eager)", "acprof 30%"), ("acprof (eager)", "acprof floor"),
-            ("torch.compile", "inductor, no budget"), ("torch.compile", f"activation_memory_budget {COMPILE_BUDGET}"),
-            ("TorchScript", "baseline"), ("acprof", "acprof 80%"), ("acprof", "acprof 60%"),
-            ("acprof", "acprof 40%"), ("acprof", "acprof 30%"), ("acprof", "acprof floor")]
+PEERS = [("eager", "checkpoint every block"), ("eager", "selective checkpoint every block (save matmuls)"),
+         ("torch.compile", f"activation_memory_budget {COMPILE_BUDGET}")]
+
+
+def acprof_rows(engine, peer_peaks):
+    """acprof's rows of one engine: its fixed budgets, one at each peak of a peer below its baseline
+    (named by the peer, as results.json's peer_peaks lists them), and its floor."""
+    return ([(engine, f"acprof {budget}") for budget in ("80%", "60%", "40%", "30%")] +
+            [(engine, f"acprof at {name}'s peak ({ratio:.2f})") for name, ratio in peer_peaks] +
+            [(engine, "acprof floor")])
+
+
+def expected_rows(peer_peaks):
+    return ([("eager", "baseline")] + PEERS[:2] + acprof_rows("acprof (eager)", peer_peaks) +
+            [("torch.compile", "inductor, no budget")] + PEERS[2:] +
+            [("TorchScript", "baseline")] + acprof_rows("acprof", peer_peaks))
 
 
 # acprof's rows: its TorchScript rewrites and its eager path.
 ACPROF = ("acprof", "acprof (eager)")
 
 
-def row_problems(rows, allowed_errors):
+def row_problems(results, allowed_errors):
     problems = []
-    settings = [(row["engine"], row["setting"].split(" (")[0] if row["engine"] in ACPROF else row["setting"])
-                for row in rows]
-    if settings != EXPECTED:
-        problems.append(f"rows {settings}, expected {EXPECTED}")
+    rows, peer_peaks = results["rows"], results["peer_peaks"]
+    # Every peer is measured before acprof plans, and one clearly below its baseline gets acprof rows.
+    peer_names = [name for name, _ in peer_peaks]
+    for row in rows:
+        name = f"{row['engine']} {row['setting']}"
+        if (row["engine"], row["setting"]) in PEERS and (row["peak_ratio"] or 1.0) < 0.95 and name not in peer_names:
+            problems.append(f"no acprof row at the peak of {name} ({row['peak_ratio']:.2f}; peer_peaks {peer_peaks})")
+    settings = [(row["engine"], row["setting"].split(" (")[0] if row["setting"].startswith("acprof floor")
+                 else row["setting"]) for row in rows]
+    expected = expected_rows(peer_peaks)
+    if settings != expected:
+        problems.append(f"rows {settings}, expected {expected}")
     measured_acprof = {engine: 0 for engine in ACPROF}
     for row in rows:
         name = f"{row['engine']} {row['setting']}"
@@ -59,6 +78,12 @@ def row_problems(rows, allowed_errors):
                 problems.append(f"{name}: peak ratio {row['peak_ratio']:.2f} is not below its baseline's")
         if row["engine"] == "acprof" and row["note"] != "verified bit for bit":
             problems.append(f"{name}: not verified bit for bit ({row['note']})")
+        if row["engine"] == "acprof" and not row["acprof_peak_bytes"] <= row["budget_bytes"]:
+            problems.append(f"{name}: acprof measured {row['acprof_peak_bytes']} B, over its budget "
+                            f"{row['budget_bytes']} B")
+        if (row["engine"] in ACPROF or not row["baseline"] and row["engine"] == "torch.compile") \
+                and not row["recomputed"]:
+            problems.append(f"{name}: no op listed as run again in backward")
         # The eager path runs beside eager's baseline in this process: its gradients are eager's, bit for bit.
         if row["engine"] == "acprof (eager)" and row["gradients"] != "equal":
             problems.append(f"{name}: gradients {row['gradients']}, not eager's bit for bit")
@@ -98,7 +123,7 @@ def main() -> int:
         problems.append(f"no {results_path}")
     else:
         with open(results_path) as handle:
-            problems += row_problems(json.load(handle)["rows"], set(args.allow_error))
+            problems += row_problems(json.load(handle), set(args.allow_error))
     try:
         ElementTree.parse(svg_path)
     except (OSError, ElementTree.ParseError) as error:
