@@ -283,6 +283,7 @@ class Row:
     # or what torch.compile's partitioner rematerializes (its own count); empty when not known.
     recomputed: Dict[str, int] = field(default_factory=dict)
     budget_bytes: Optional[int] = None  # acprof's rows: the budget planned for, on acprof's count
+    at_peer: str = ""  # acprof's rows planned at a peer's peak: that peer's row ("engine setting")
 
     @property
     def time_ms(self) -> Optional[float]:
@@ -434,7 +435,8 @@ def budget_rows(acprof: str, work: str, engine: str, budgets: List[str], profile
         floor_bytes = json.load(handle)["floor"]["peak_bytes"]
     rows = [(budget, budget.rstrip("%"), Row(engine, f"acprof {budget}")) for budget in budgets]
     for index, (peer, ratio) in enumerate(peer_peaks):
-        rows.append((str(int(ratio * profiled)), f"peer{index}", Row(engine, f"acprof at {peer}'s peak ({ratio:.2f})")))
+        rows.append((str(int(ratio * profiled)), f"peer{index}",
+                     Row(engine, f"acprof at {peer}'s peak ({ratio:.2f})", at_peer=peer)))
     rows.append((str(floor_bytes), "floor", Row(engine, f"acprof floor ({floor_bytes / 2**20:.1f} MiB)")))
     return floor_bytes, rows
 
@@ -841,12 +843,32 @@ ENGINE_COLOURS = {"eager": "#1f77b4", "torch.compile": "#d62728", "TorchScript":
                   "acprof (eager)": "#9467bd"}
 
 
+def pareto_front(rows: List[Row]) -> List[Row]:
+    """The rows no other row beats on both peak and time, fastest first: a sweep's frontier."""
+    front: List[Row] = []
+    for row in sorted(rows, key=lambda r: (r.time_ratio, r.peak_ratio)):
+        if not front or row.peak_ratio < front[-1].peak_ratio:
+            front.append(row)
+    return front
+
+
+def legend_label(row: Row, number_of: Dict[str, int]) -> str:
+    """A row's name in the plot's legend: acprof's rows without the repeated word, and a row
+    planned at a peer's peak named by that peer's number in the legend."""
+    if row.at_peer and row.at_peer in number_of:
+        return f"{row.engine} at {number_of[row.at_peer]}'s peak"
+    if row.setting.startswith("acprof "):
+        return row.engine + row.setting[len("acprof"):]
+    return f"{row.engine} {row.setting}"
+
+
 def frontier_svg(title: str, rows: List[Row]) -> str:
-    """Peak ratio (y) against time ratio (x), every measured row a point, acprof's sweeps (from
-    its TorchScript baseline down to its floor, and its eager path from eager's baseline) lines.
-    Plain SVG: no plotting library needed."""
+    """Peak ratio (y) against time ratio (x), every measured row a point, each acprof sweep's
+    frontier (from its baseline, the TorchScript model or eager's, down to its floor: the points no
+    other point of the sweep beats on both) a line. Plain SVG: no plotting library needed."""
     points = [row for row in rows if row.peak_ratio is not None]
-    width, height, left, right, top, bottom = 920, 480, 60, 420, 40, 50
+    number_of = {f"{row.engine} {row.setting}": index + 1 for index, row in enumerate(points)}
+    width, height, left, right, top, bottom = 1000, max(480, 60 + 15 * len(points)), 60, 440, 40, 50
     x_max = max([1.2] + [row.time_ratio for row in points]) * 1.05
     y_max = max([1.05] + [row.peak_ratio for row in points]) * 1.05
     x_min = min([1.0] + [row.time_ratio for row in points]) * 0.95
@@ -873,8 +895,7 @@ def frontier_svg(title: str, rows: List[Row]) -> str:
     out.append(f'<text x="15" y="{top + plot_h / 2}" text-anchor="middle" transform="rotate(-90 15 '
                f'{top + plot_h / 2})">peak / engine baseline</text>')
     for engine, start in (("acprof", ("TorchScript", "baseline")), ("acprof (eager)", ("eager", "baseline"))):
-        sweep = sorted((row for row in points if row.engine == engine or (row.engine, row.setting) == start),
-                       key=lambda r: -r.peak_ratio)
+        sweep = pareto_front([row for row in points if row.engine == engine or (row.engine, row.setting) == start])
         if len(sweep) > 1:
             path = " ".join(f"{x(r.time_ratio):.1f},{y(r.peak_ratio):.1f}" for r in sweep)
             out.append(f'<polyline points="{path}" fill="none" stroke="{ENGINE_COLOURS[engine]}" stroke-width="2"/>')
@@ -886,8 +907,8 @@ def frontier_svg(title: str, rows: List[Row]) -> str:
         out.append(marker)
         out.append(f'<text x="{px + 6:.1f}" y="{py - 4:.1f}" font-size="10">{index + 1}</text>')
         legend_y = top + 12 + index * 15
-        out.append(f'<text x="{left + plot_w + 12}" y="{legend_y}" fill="{colour}">{index + 1}. {row.engine} '
-                   f'{row.setting} ({row.peak_ratio:.2f}, {row.time_ratio:.2f})</text>')
+        out.append(f'<text x="{left + plot_w + 12}" y="{legend_y}" fill="{colour}">{index + 1}. '
+                   f'{legend_label(row, number_of)} ({row.peak_ratio:.2f}, {row.time_ratio:.2f})</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
