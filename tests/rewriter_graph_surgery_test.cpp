@@ -126,6 +126,14 @@ StepConfig stepConfig(const std::vector<std::string>& specs) {
   return config;
 }
 
+// Saves `rewritten` to `rewritten_path` and verifies one training step of it against the model
+// at `original_path`, on inputs of `specs`.
+VerificationResult saveAndVerify(const torch::jit::Module& rewritten, const std::string& original_path,
+                                 const std::string& rewritten_path, const std::vector<std::string>& specs) {
+  rewritten.save(rewritten_path);
+  return verifyRewrite(original_path, rewritten_path, stepConfig(specs));
+}
+
 size_t countKind(const torch::jit::Graph& graph, const std::string& kind) {
   size_t count = 0;
   for (const torch::jit::Node* node : graph.nodes()) count += node->kind().toQualString() == kind;
@@ -144,9 +152,9 @@ TEST_F(GraphSurgery, DropoutBatchNormSegmentTrainsBitwiseLikeTheOriginal) {
   EXPECT_EQ(countKind(*graph, "acprof::checkpoint"), 1u) << *graph;
   EXPECT_EQ(countKind(*graph, "aten::dropout"), 0u) << *graph;
   EXPECT_EQ(countKind(*graph, "aten::batch_norm"), 0u) << *graph;
-  rewritten.save(path("model.ckpt.pt"));
 
-  const VerificationResult result = verifyRewrite(path("model.pt"), path("model.ckpt.pt"), stepConfig({"float32[16,32]"}));
+  const VerificationResult result =
+      saveAndVerify(rewritten, path("model.pt"), path("model.ckpt.pt"), {"float32[16,32]"});
   EXPECT_TRUE(result.bitwise_equal) << "loss " << result.loss_abs_diff << " grads " << result.max_gradient_abs_diff
                                     << " buffers " << result.max_buffer_abs_diff;
   EXPECT_EQ(result.gradients_compared, 5u);
@@ -180,9 +188,9 @@ def forward(self, x):
   ASSERT_FALSE(cut.input_values.empty());
   torch::jit::Module rewritten = checkpointedModel(path("model.pt"), planFor(path("model.pt"), {cut}));
   EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "acprof::checkpoint"), 1u);
-  rewritten.save(path("model.ckpt.pt"));
 
-  const VerificationResult result = verifyRewrite(path("model.pt"), path("model.ckpt.pt"), stepConfig({"float32[4,16]"}));
+  const VerificationResult result =
+      saveAndVerify(rewritten, path("model.pt"), path("model.ckpt.pt"), {"float32[4,16]"});
   EXPECT_TRUE(result.bitwise_equal) << "loss " << result.loss_abs_diff << " grads " << result.max_gradient_abs_diff;
 
   torch::jit::Module loaded = torch::jit::load(path("model.ckpt.pt"));
@@ -203,8 +211,7 @@ TEST_F(GraphSurgery, VerificationSeesADifferentModel) {
     const at::NoGradGuard no_grad;
     other.attr("w2").toTensor().mul_(1.001);
   }
-  other.save(path("other.pt"));
-  const VerificationResult result = verifyRewrite(path("model.pt"), path("other.pt"), stepConfig({"float32[16,32]"}));
+  const VerificationResult result = saveAndVerify(other, path("model.pt"), path("other.pt"), {"float32[16,32]"});
   EXPECT_FALSE(result.bitwise_equal);
   EXPECT_GT(result.max_gradient_abs_diff, 0);
   // The original agrees with itself, so the difference is the other model's.
@@ -270,8 +277,7 @@ def forward(self, x):
     h = torch.matmul(x, self.w)
     return torch.sqrt(h * h + 1).sum()
 )JIT");
-  finite.save(path("finite.pt"));
-  const VerificationResult other = verifyRewrite(path("model.pt"), path("finite.pt"), stepConfig({"float32[4,8]"}));
+  const VerificationResult other = saveAndVerify(finite, path("model.pt"), path("finite.pt"), {"float32[4,8]"});
   EXPECT_FALSE(other.bitwise_equal);
   EXPECT_EQ(other.maxAbsDiff(), std::numeric_limits<double>::infinity());
 }
@@ -332,8 +338,8 @@ def forward(self, x):
   const SegmentCut cut = segmentBetween(original, nodeIdOf(original, "aten::matmul"), nodeIdOf(original, "aten::narrow"));
   torch::jit::Module rewritten = checkpointedModel(path("model.pt"), planFor(path("model.pt"), {cut}));
   ASSERT_EQ(countKind(*rewritten.get_method("forward").graph(), "acprof::checkpoint"), 1u);
-  rewritten.save(path("model.ckpt.pt"));
-  const VerificationResult result = verifyRewrite(path("model.pt"), path("model.ckpt.pt"), stepConfig({"float32[4,16]"}));
+  const VerificationResult result =
+      saveAndVerify(rewritten, path("model.pt"), path("model.ckpt.pt"), {"float32[4,16]"});
   EXPECT_TRUE(result.bitwise_equal) << "loss " << result.loss_abs_diff << " grads " << result.max_gradient_abs_diff;
 }
 
@@ -346,8 +352,7 @@ TEST_F(GraphSurgery, ToleranceVerdictIsTheLargestDifferenceAgainstTheTolerance) 
     const at::NoGradGuard no_grad;
     other.attr("w2").toTensor().mul_(1.001);
   }
-  other.save(path("other.pt"));
-  const VerificationResult bitwise = verifyRewrite(path("model.pt"), path("other.pt"), stepConfig({"float32[16,32]"}));
+  const VerificationResult bitwise = saveAndVerify(other, path("model.pt"), path("other.pt"), {"float32[16,32]"});
   EXPECT_FALSE(bitwise.tolerance.has_value());
   const double worst = std::max({bitwise.loss_abs_diff, bitwise.max_gradient_abs_diff, bitwise.max_buffer_abs_diff});
   ASSERT_GT(worst, 0);
@@ -419,8 +424,8 @@ TEST_F(GraphSurgery, OptionalConvBiasIsPassedWhenSetAndNoneWhenNot) {
   const int first = nodeIdOf(original, "aten::conv2d");
   const int last = nodeIdOf(original, "aten::conv2d", 1);
   torch::jit::Module rewritten = checkpointedModel(path("conv.pt"), planFor(path("conv.pt"), {segmentBetween(original, first, last)}));
-  rewritten.save(path("conv.ckpt.pt"));
-  const VerificationResult result = verifyRewrite(path("conv.pt"), path("conv.ckpt.pt"), stepConfig({"float32[2,3,12,12]"}));
+  const VerificationResult result =
+      saveAndVerify(rewritten, path("conv.pt"), path("conv.ckpt.pt"), {"float32[2,3,12,12]"});
   EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
   EXPECT_EQ(result.gradients_compared, 3u);  // weight1, weight2, bias2
 }
@@ -433,8 +438,8 @@ TEST_F(GraphSurgery, TwoSegmentsInOneModel) {
                                              segmentBetween(original, relu + 1, nodeIdOf(original, "aten::sigmoid"))});
   torch::jit::Module rewritten = checkpointedModel(path("conv.pt"), plan);
   EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "acprof::checkpoint"), 2u);
-  rewritten.save(path("conv.ckpt.pt"));
-  const VerificationResult result = verifyRewrite(path("conv.pt"), path("conv.ckpt.pt"), stepConfig({"float32[2,3,12,12]"}));
+  const VerificationResult result =
+      saveAndVerify(rewritten, path("conv.pt"), path("conv.ckpt.pt"), {"float32[2,3,12,12]"});
   EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
 }
 
@@ -495,8 +500,8 @@ def forward(self, x):
   torch::jit::Module rewritten =
       checkpointedModel(path("branch.pt"), planFor(path("branch.pt"), {segmentBetween(saved, first, branch)}));
   EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "prim::If"), 0u);
-  rewritten.save(path("branch.ckpt.pt"));
-  const VerificationResult result = verifyRewrite(path("branch.pt"), path("branch.ckpt.pt"), stepConfig({"float32[4,8]"}));
+  const VerificationResult result =
+      saveAndVerify(rewritten, path("branch.pt"), path("branch.ckpt.pt"), {"float32[4,8]"});
   EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
 }
 
@@ -524,8 +529,7 @@ def forward(self, x):
       checkpointedModel(path("rows.pt"), planFor(path("rows.pt"), {segmentBetween(saved, first, last)}));
   EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "acprof::checkpoint"), 1u);
   EXPECT_EQ(countKind(*rewritten.get_method("forward").graph(), "prim::If"), 0u);
-  rewritten.save(path("rows.ckpt.pt"));
-  const VerificationResult result = verifyRewrite(path("rows.pt"), path("rows.ckpt.pt"), stepConfig({"float32[4,8]"}));
+  const VerificationResult result = saveAndVerify(rewritten, path("rows.pt"), path("rows.ckpt.pt"), {"float32[4,8]"});
   EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
 
   torch::jit::Module loaded = torch::jit::load(path("rows.ckpt.pt"));
@@ -568,8 +572,7 @@ def forward(self, x):
     torch::jit::Module rewritten = checkpointedModel(path("mask.pt"), planFor(path("mask.pt"), {cut}));
     EXPECT_EQ(rewritten.forward({x}).toTuple()->elements()[1].toTensor().requires_grad(), !listed)
         << (listed ? "listed" : "not listed");
-    rewritten.save(path("mask.ckpt.pt"));
-    const VerificationResult result = verifyRewrite(path("mask.pt"), path("mask.ckpt.pt"), stepConfig({"float32[4,8]"}));
+    const VerificationResult result = saveAndVerify(rewritten, path("mask.pt"), path("mask.ckpt.pt"), {"float32[4,8]"});
     EXPECT_TRUE(result.bitwise_equal) << "grads differ by " << result.max_gradient_abs_diff;
   }
 }
