@@ -50,9 +50,9 @@ How each number is measured, the same way for every row, all in this one process
   - Gradients: of the measured step, compared parameter by parameter with eager's: "equal" when
     every one is bit for bit, else the largest absolute difference; a difference above
     --grad-tolerance times eager's largest gradient is a failure.
-  - What is run again in backward: for acprof's rows the aten ops of the plan's segments, for
-    torch.compile's the ops its partitioner rematerializes (its debug count, read from its log
-    record); a second table.
+  - What is run again in backward: for acprof's rows the ops of the plan's segments that make a
+    tensor, for torch.compile's the ops its partitioner rematerializes (its debug count, read from
+    its log record), views left out of both; a second table.
 """
 
 import argparse
@@ -585,7 +585,7 @@ def is_view_op(name: str) -> bool:
 @contextlib.contextmanager
 def counting_rematerialized_ops(into: Dict[str, int]):
     """While the partitioner runs: its debug counts on, into `into`, and not printed. A torch whose
-    partitioner has no such switch or message leaves `into` empty (the table then says unknown)."""
+    partitioner has no such switch or message leaves `into` empty (the table then lists no op)."""
     from torch._functorch import partitioners
     logger = logging.getLogger(partitioners.__name__)
     saved = (getattr(partitioners, "AOT_PARTITIONER_DEBUG", None), logger.level, logger.propagate)
