@@ -419,9 +419,13 @@ def run_acprof(acprof: str, args: List[str], cwd: str, allowed=(0,)) -> subproce
     return result
 
 
-def acprof_peak(path: str) -> int:
+def read_json(path: str) -> Dict:
     with open(path) as handle:
-        return json.load(handle)["summary"]["peak_bytes"]
+        return json.load(handle)
+
+
+def acprof_peak(path: str) -> int:
+    return read_json(path)["summary"]["peak_bytes"]
 
 
 def budget_rows(acprof: str, work: str, engine: str, budgets: List[str], profiled: int,
@@ -431,8 +435,7 @@ def budget_rows(acprof: str, work: str, engine: str, budgets: List[str], profile
     acprof's profiled peak: acprof asked for exactly the peak the peer reached), and for that floor."""
     run_acprof(acprof, ["plan", "profile.json", "--budget", "1", "-o", "plan-floor.json",
                         "--outcome", "outcome-floor.json"], work, allowed=(3,))
-    with open(os.path.join(work, "outcome-floor.json")) as handle:
-        floor_bytes = json.load(handle)["floor"]["peak_bytes"]
+    floor_bytes = read_json(os.path.join(work, "outcome-floor.json"))["floor"]["peak_bytes"]
     rows = [(budget, budget.rstrip("%"), Row(engine, f"acprof {budget}")) for budget in budgets]
     for index, (peer, ratio) in enumerate(peer_peaks):
         rows.append((str(int(ratio * profiled)), f"peer{index}",
@@ -441,16 +444,12 @@ def budget_rows(acprof: str, work: str, engine: str, budgets: List[str], profile
     return floor_bytes, rows
 
 
-def recomputed_ops(work: str, tag: str) -> Dict[str, int]:
-    """The ops of the segments of work/plan-TAG.json that make a tensor (each runs again in
-    backward), by name; views and shape queries, which make none, are not counted."""
-    with open(os.path.join(work, "profile.json")) as handle:
-        profile = json.load(handle)
-    with open(os.path.join(work, f"plan-{tag}.json")) as handle:
-        segments = json.load(handle)["segments"]
+def recomputed_ops(profile: Dict, plan: Dict) -> Dict[str, int]:
+    """The ops of the plan's segments that make a tensor (each runs again in backward), by name;
+    views and shape queries, which make none, are not counted."""
     producers = {tensor["producer_node"] for tensor in profile["tensors"] if tensor["bytes"] > 0}
     counts: Dict[str, int] = {}
-    for segment in segments:
+    for segment in plan["segments"]:
         for node in profile["nodes"][segment["first_node"]:segment["last_node"] + 1]:
             if node["id"] in producers:
                 name = node["kind"].split("::")[-1].split(".")[0]  # the eager recorder names overloads
@@ -458,19 +457,21 @@ def recomputed_ops(work: str, tag: str) -> Dict[str, int]:
     return counts
 
 
-def plan_fits(acprof: str, work: str, budget: str, tag: str, row: Row, profiled: int, floor_bytes: int) -> bool:
-    """Plans work/profile.json at `budget` into plan-TAG.json: True when a plan fits (the row then
-    has the plan's budget in bytes and what it recomputes), False (the row's note says so) where
-    the budget is below the floor."""
-    plan = run_acprof(acprof, ["plan", "profile.json", "--budget", budget, "-o", f"plan-{tag}.json"], work,
-                      allowed=(0, 3))
-    if plan.returncode == 3:
+def plan_fitting(acprof: str, work: str, budget: str, tag: str, row: Row, profile: Dict,
+                 floor_bytes: int) -> Optional[Dict]:
+    """Plans work/profile.json (`profile`, as read) at `budget` into plan-TAG.json: the plan when
+    one fits (the row then has its budget in bytes and what it recomputes), None (the row's note
+    says so) where the budget is below the floor."""
+    planned = run_acprof(acprof, ["plan", "profile.json", "--budget", budget, "-o", f"plan-{tag}.json"], work,
+                         allowed=(0, 3))
+    if planned.returncode == 3:
+        profiled = profile["summary"]["peak_bytes"]
         row.note = f"below the floor ({100 * floor_bytes / profiled:.0f} % of acprof's profiled peak)"
-        return False
-    with open(os.path.join(work, f"plan-{tag}.json")) as handle:
-        row.budget_bytes = json.load(handle)["budget_bytes"]
-    row.recomputed = recomputed_ops(work, tag)
-    return True
+        return None
+    plan = read_json(os.path.join(work, f"plan-{tag}.json"))
+    row.budget_bytes = plan["budget_bytes"]
+    row.recomputed = recomputed_ops(profile, plan)
+    return plan
 
 
 def acprof_models(acprof: str, work: str, model_path: str, args, peer_peaks: List[Tuple[str, float]]) -> List[tuple]:
@@ -478,12 +479,13 @@ def acprof_models(acprof: str, work: str, model_path: str, args, peer_peaks: Lis
     is finished (below the floor, or failed)."""
     device, budgets, tolerance = args.device, args.acprof_budgets, args.rewrite_tolerance
     run_acprof(acprof, ["profile", model_path, "-o", "profile.json", "--iters", "3", "--device", device], work)
-    profiled = acprof_peak(os.path.join(work, "profile.json"))
+    profile = read_json(os.path.join(work, "profile.json"))
+    profiled = profile["summary"]["peak_bytes"]
     rows = [(Row("TorchScript", "baseline", baseline=True, acprof_peak_bytes=profiled), model_path)]
     floor_bytes, budget_plans = budget_rows(acprof, work, "acprof", budgets, profiled, peer_peaks)
     for budget, tag, row in budget_plans:
         try:
-            if not plan_fits(acprof, work, budget, tag, row, profiled, floor_bytes):
+            if plan_fitting(acprof, work, budget, tag, row, profile, floor_bytes) is None:
                 rows.append((row, None))
                 continue
             report_dir = os.path.join(work, f"report-{tag}")
@@ -503,8 +505,7 @@ def acprof_models(acprof: str, work: str, model_path: str, args, peer_peaks: Lis
                     f"{args.fallback_tolerance} from here on")
                 tolerance = args.fallback_tolerance
                 rewrite = run_acprof(acprof, command + ["--tolerance", tolerance], work, allowed=(0, 5))
-            with open(os.path.join(report_dir, "outcome.json")) as handle:
-                verification = json.load(handle)["result"]["verification"]
+            verification = read_json(os.path.join(report_dir, "outcome.json"))["result"]["verification"]
             row.note = ("verified bit for bit" if verification.get("mode") == "bitwise" else
                         f"verified within {verification.get('tolerance')} (max abs diff "
                         f"{verification.get('max_abs_diff', 0):.1e})")
@@ -532,18 +533,18 @@ def acprof_eager_models(acprof: str, work: str, bench: BenchModel, stored, args,
     inputs, target = training_step.make_step_tensors(stored, 0, device)
     eager.record_profile(build_seeded(bench, device), inputs, loss=stored.loss, target=target,
                          path=os.path.join(eager_work, "profile.json"), autocast=stored.autocast or "")
-    profiled = acprof_peak(os.path.join(eager_work, "profile.json"))
+    profile = read_json(os.path.join(eager_work, "profile.json"))
     rows = []
-    floor_bytes, budget_plans = budget_rows(acprof, eager_work, "acprof (eager)", args.acprof_budgets, profiled,
-                                            peer_peaks)
+    floor_bytes, budget_plans = budget_rows(acprof, eager_work, "acprof (eager)", args.acprof_budgets,
+                                            profile["summary"]["peak_bytes"], peer_peaks)
     for budget, tag, row in budget_plans:
         try:
-            if not plan_fits(acprof, eager_work, budget, tag, row, profiled, floor_bytes):
+            plan = plan_fitting(acprof, eager_work, budget, tag, row, profile, floor_bytes)
+            if plan is None:
                 rows.append((row, None))
                 continue
             plan_path = os.path.join(eager_work, f"plan-{tag}.json")
-            with open(plan_path) as handle:
-                row.note = f"predicted {json.load(handle)['predicted_peak_bytes'] / 2**20:.1f} MiB"
+            row.note = f"predicted {plan['predicted_peak_bytes'] / 2**20:.1f} MiB"
             rows.append((row, functools.partial(
                 lambda path: eager.apply_plan(build_seeded(bench, device), path, example_inputs=inputs), plan_path)))
         except Exception as error:
@@ -575,9 +576,9 @@ def is_view_op(name: str) -> bool:
     """Whether the op `name` ("aten.permute") returns a view of an input, as its schema says."""
     namespace, _, op = name.partition(".")
     try:
-        overload = next(iter(getattr(getattr(torch.ops, namespace), op).overloads()))
-        schema = getattr(getattr(getattr(torch.ops, namespace), op), overload)._schema
-    except (AttributeError, RuntimeError, StopIteration):
+        packet = getattr(getattr(torch.ops, namespace), op)
+        schema = getattr(packet, packet.overloads()[0])._schema
+    except (AttributeError, RuntimeError, IndexError):
         return False
     return bool(schema.returns) and schema.returns[0].alias_info is not None
 
