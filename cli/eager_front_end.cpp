@@ -43,6 +43,11 @@ try:
 except BaseException as e:
     fail(f"{sys.executable} cannot import acprof.eager ({type(e).__name__}: {e}); pip install the acprof repository's "
          "python/ into it, or set PYTHONPATH to that python/ directory")
+try:
+    from acprof import engine
+    engine.require()
+except BaseException as e:
+    fail(str(e))
 sys.argv = ["acprof"] + sys.argv[2:]
 sys.exit(command_line.main(sys.argv[1:] + ["--result", result]))
 )";

@@ -21,6 +21,7 @@ function(acprof_generate_contract json_path out_dir)
   file(READ ${json_path} contract)
 
   string(JSON schema_version GET "${contract}" profile_schema_version)
+  string(JSON stream_schema_version GET "${contract}" event_stream_schema_version)
 
   acprof_contract_strings("${contract}" phases phase_names)
   acprof_contract_strings("${contract}" categories category_names)
@@ -42,6 +43,8 @@ function(acprof_generate_contract json_path out_dir)
 namespace acprof::contract {
 
 inline constexpr int kProfileSchemaVersion = ${schema_version};
+// The event stream a recorder outside the binary (the Python front end) hands the derivation.
+inline constexpr int kEventStreamSchemaVersion = ${stream_schema_version};
 inline constexpr const char* kPhaseNames[] = {${phase_names}};
 inline constexpr const char* kCategoryNames[] = {${category_names}};
 inline constexpr const char* kLossNames[] = {${loss_names}};

@@ -7,6 +7,13 @@
 # time), so a test that names an op (a segment must checkpoint it) plans at the floor, where
 # every plan the solver finds checkpoints most of the graph.
 
+# acprof.engine (the C++ derivation and planner in-process): hand-written event-stream documents
+# through the Python entry point, checked as profiler_format_event_stream_test.cpp checks the C++
+# (pytest; torch-free).
+add_test(NAME python_engine_derives_hand_written_event_streams
+         COMMAND ${ACPROF_PYTHON} -m pytest -q -p no:cacheprovider
+                 ${CMAKE_CURRENT_SOURCE_DIR}/python/engine_event_stream_test.py)
+
 # acprof_add_eager_test(<name> <model> <budget: floor|halfway> [op a segment must hold] [AUTOCAST dtype]
 #                       [UNIT_OP_TIMES: plan from 1 us per op, the same plan on every machine])
 function(acprof_add_eager_test name model budget)

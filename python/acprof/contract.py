@@ -11,6 +11,8 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "contract.jso
     _CONTRACT = json.load(_file)
 
 PROFILE_SCHEMA_VERSION = _CONTRACT["profile_schema_version"]
+# The event stream the recorder hands the engine (acprof/event_stream_format.h).
+EVENT_STREAM_SCHEMA_VERSION = _CONTRACT["event_stream_schema_version"]
 PHASES = list(_CONTRACT["phases"])
 # The categories of a storage's bytes (profile_format.h Category), in the profile's order.
 CATEGORIES = list(_CONTRACT["categories"])

@@ -39,7 +39,9 @@ import torch
 
 from ..contract import EXIT_CODES, LOSSES
 from .apply import PlanMismatch, apply_plan
-from .recorder import measure_step, record_profile, write_json_atomically
+from ..engine import format_bytes, write_json
+from .recorder import measure_step, record_profile
+from .verification import compare_steps
 
 EAGER_PREFIX = "eager:"
 INPUT_SPEC = re.compile(r"^(float32|float64|float16|bfloat16|int64|int32|bool|float|long)\[([0-9,]*)\]"
@@ -55,17 +57,6 @@ class CommandError(Exception):
                  difference: Optional[float] = None):
         super().__init__(message)
         self.kind, self.result, self.difference = kind, result, difference
-
-
-def format_bytes(count: int) -> str:
-    """profile_format.cpp formatBytes: B below 1 KiB, else two decimals of the largest unit."""
-    value, unit = float(abs(count)), 0
-    units = ("B", "KiB", "MiB", "GiB", "TiB")
-    while value >= 1024.0 and unit < 4:
-        value /= 1024.0
-        unit += 1
-    sign = "-" if count < 0 else ""
-    return f"{sign}{int(value)} B" if unit == 0 else f"{sign}{value:.2f} {units[unit]}"
 
 
 # -- the factory ---------------------------------------------------------------------------------
@@ -201,7 +192,7 @@ def profile_command(args) -> dict:
     meta["model_path"] = EAGER_PREFIX + factory_reference(args.module)
     meta["input_specs"] = list(args.input)  # as typed: the value ranges draw the same inputs again
     meta["target_spec"] = args.target or ""
-    write_json_atomically(profile, args.output)
+    write_json(profile, args.output)
     summary = profile["summary"]
     if not args.result:
         print(f"profiled one training step of {args.module}: peak {format_bytes(summary['peak_bytes'])}\n"
@@ -240,33 +231,6 @@ def factory_of_plan(plan: dict, given: str) -> str:
                                 "pass --module pkg.mod:make_model naming the function that builds that module")
 
 
-def _compare(before: dict, after: dict, prefix: str, tolerance: Optional[float]) -> dict:
-    """Loss, gradients and buffers of one step against another's, by name (`prefix` + name on the
-    `after` side: the checkpointed module holds the original as `module`): every difference over
-    the tolerance (any difference without one), and the largest."""
-    differences, largest = [], 0.0
-
-    def check(what: str, value: torch.Tensor, other: Optional[torch.Tensor]) -> None:
-        nonlocal largest
-        if other is None:
-            differences.append(f"{what} (missing)")
-            return
-        if torch.equal(value, other):
-            return
-        gap = (value.double() - other.double()).abs().max().item() if value.numel() else 0.0
-        gap = gap if gap == gap else float("inf")  # a NaN on one side only
-        largest = max(largest, gap)
-        if tolerance is None or gap > tolerance:
-            differences.append(f"{what} (max |difference| {gap:.3g})")
-
-    check("loss", before["loss"], after["loss"])
-    for kind in ("gradients", "buffers"):
-        for name, value in before[kind].items():
-            check(f"{kind[:-1]} {name}", value, after[kind].get(prefix + name))
-    return {"differences": differences, "max_abs_diff": largest, "gradients_compared": len(before["gradients"]),
-            "buffers_compared": len(before["buffers"])}
-
-
 def _shown(differences: List[str]) -> str:
     return f"{'; '.join(differences[:3])} ({len(differences)} difference(s))"
 
@@ -298,7 +262,7 @@ def _capture_differs(step: ProfiledStep, plan: dict, profile: dict, before: dict
     (transformers materializes attention masks when tracing, so its grouped-query attention
     repeats keys and values instead of passing enable_gqa), and then no plan can train like it."""
     plain = apply_plan(step.make_module(), dict(plan, segments=[]), profile=profile, example_inputs=step.inputs)
-    verdict = _compare(before, step.measure(plain), "module.", tolerance)
+    verdict = compare_steps(before, step.measure(plain), "module.", tolerance)
     return verdict if verdict["differences"] else None
 
 
@@ -306,7 +270,7 @@ def _verify(step: ProfiledStep, plan: dict, profile: dict, original: torch.nn.Mo
             tolerance: Optional[float]) -> dict:
     """The verification result of the outcome, or a CommandError naming who is at fault."""
     before = step.measure(original)
-    verdict = _compare(before, after, "module.", tolerance)
+    verdict = compare_steps(before, after, "module.", tolerance)
     if verdict["differences"]:
         captured = _capture_differs(step, plan, profile, before, tolerance)
         if captured:
@@ -375,7 +339,7 @@ def rewrite_command(args) -> dict:
     if args.profile_after:
         # Written once the module is verified, and before the budget is judged: a peak over it
         # is reported with the timeline that shows where (the TorchScript rewrite keeps its files too).
-        write_json_atomically(after["profile"], args.profile_after)
+        write_json(after["profile"], args.profile_after)
         result["files"]["profile_after"] = os.path.abspath(args.profile_after)
     peak = result["peak"]
     measured, predicted = peak["measured_bytes"], peak["predicted_bytes"]
@@ -452,7 +416,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         error = {"kind": kind, "message": message} if kind else None
         if difference is not None:
             error["difference"] = difference
-        write_json_atomically({"error": error, "result": result}, args.result)
+        write_json({"error": error, "result": result}, args.result)
     elif kind:
         shown = f" (differences up to {difference!r}; --tolerance accepts that)" if difference is not None else ""
         print(f"acprof: error: {message}{shown}", file=sys.stderr)

@@ -2,77 +2,46 @@
 
 The CPU allocator reports every allocation and free to torch.profiler (profile_memory=True), as
 it reports them to the C++ recorder's MemoryReportingInfoBase. The step marks what it runs with
-record_function markers: a forward node (`acprof::node::<i>`), the loss (`acprof::loss`), a save
+record_function markers: a forward node (`acprof::node::<i>`), the loss (`acprof::loss`), the optimizer's step
+(`acprof::optimizer`), a save
 for backward and its release (`acprof::save::<id>`, `acprof::release::<id>`, from the
-saved_tensors_hooks), a gradient autograd handed on or received (`acprof::gradient::<call>::<storage
-pointer>::<edge>`, from hooks on the autograd nodes: gradient_hooks.py). The autograd engine marks each backward node itself
-(`autograd::engine::evaluate_function: <name>`, carrying the node's sequence number). Walking the
-profiler's event tree in order yields these and the allocations in the order they happened, the
-IterationRecord of profiler/format/include/acprof/event_stream.h.
+saved_tensors_hooks), a gradient autograd handed on or received (`acprof::gradient::<storage
+pointer>::<target>`, from hooks on the autograd nodes: gradient_hooks.py). The autograd engine marks
+each backward node itself (`autograd::engine::evaluate_function: <name>`, carrying the node's
+sequence number). Walking the profiler's event tree in order yields these and the allocations in
+the order they happened: the iteration of an event-stream document
+(profiler/format/include/acprof/event_stream_format.h), whose field names these dicts use. The
+C++ engine derives the profile from it (acprof.engine); nothing here interprets the stream.
 """
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Tuple
 
 import torch
 
+from . import gradient_hooks
+
 NODE_MARKER = "acprof::node::"
 LOSS_MARKER = "acprof::loss"
+OPTIMIZER_MARKER = "acprof::optimizer"
 SAVE_MARKER = "acprof::save::"
 RELEASE_MARKER = "acprof::release::"
-GRADIENT_MARKER = "acprof::gradient::"
+GRADIENT_MARKER = gradient_hooks.GRADIENT_MARKER
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 
 
 @dataclass
-class StepMark:
-    phase: str                  # forward | loss | backward
-    node: int = -1              # forward node for forward steps
-    op: str = ""
-    first_event: int = 0
-    time_us: float = 0.0
-    autograd_sequence_nr: int = -1   # backward steps: the autograd node's
-    sequence_at_start: int = -1      # forward steps: the smallest sequence number its ops saw
-
-
-@dataclass
-class Allocation:
-    ptr: int
-    delta_bytes: int
-    allocator_total: int
-    step: int
-
-
-@dataclass
-class Observation:
-    node: int
-    event_index: int            # allocation events before it
-
-
-@dataclass
-class SaveEvent:
-    save_id: int
-    released: bool
-    step: int
-    event_index: int
-
-
-@dataclass
-class GradientReport:
-    """profiler/format/include/acprof/event_stream.h GradientReport: a storage autograd handed on
-    along the edge `target` (gradient_hooks.edge_key), or received as the gradient of it."""
-    storage_ptr: int
-    target: str
-    event_index: int
-
-
-@dataclass
-class IterationRecord:
-    events: List[Allocation] = field(default_factory=list)
-    steps: List[StepMark] = field(default_factory=list)
-    observations: List[Observation] = field(default_factory=list)
-    saves: List[SaveEvent] = field(default_factory=list)
-    gradients: List[GradientReport] = field(default_factory=list)
+class ProfiledStep:
+    """What the profiler's tree holds of one step, in order, in the stream's field names:
+    `steps`, `events` (allocations), `saved_tensors` (a save's storage_ptr is filled by the
+    recorder, which knows it; a release has none), `gradients`, and `node_ends`: (node, number of
+    events before the end of its step), where the recorder's observations of that node's outputs
+    happened."""
+    steps: List[dict] = field(default_factory=list)
+    events: List[dict] = field(default_factory=list)
+    saved_tensors: List[dict] = field(default_factory=list)
+    gradients: List[dict] = field(default_factory=list)
+    node_ends: List[Tuple[int, int]] = field(default_factory=list)
 
 
 def _smallest_sequence_nr(event) -> int:
@@ -106,48 +75,52 @@ def _is_allocation(event) -> bool:
     return event.tag == torch._C._profiler._EventType.Allocation
 
 
-def record_from_profiler(profiler: torch.profiler.profile, device: str = "cpu") -> IterationRecord:
+def record_from_profiler(profiler: torch.profiler.profile, device: str = "cpu") -> ProfiledStep:
     """The stream of one profiled step (markers and allocations of `device`), in order."""
-    record = IterationRecord()
+    record = ProfiledStep()
     roots = sorted(profiler.profiler.kineto_results.experimental_event_tree(), key=lambda e: e.start_time_ns)
 
     def current_step() -> int:
         return len(record.steps) - 1
+
+    def step(phase: str, event, **fields) -> None:
+        record.steps.append(dict(phase=phase, first_event=len(record.events),
+                                 time_us=max(event.duration_time_ns, 0) / 1000.0, **fields))
 
     def visit(event) -> None:
         if _is_allocation(event):
             fields = event.extra_fields
             if str(fields.device.type) != device.split(":")[0]:
                 return
-            record.events.append(Allocation(fields.ptr, fields.alloc_size, fields.total_allocated,
-                                            max(current_step(), 0)))
+            record.events.append({"ptr": fields.ptr, "delta_bytes": fields.alloc_size,
+                                  "allocator_total": fields.total_allocated, "step": max(current_step(), 0)})
             return
         name = event.name
-        duration_us = max(event.duration_time_ns, 0) / 1000.0
-        node: Optional[int] = None
+        node = None
         if name.startswith(NODE_MARKER):
             node = int(name[len(NODE_MARKER):])
-            record.steps.append(StepMark("forward", node, "", len(record.events), duration_us,
-                                         sequence_at_start=_smallest_sequence_nr(event)))
+            step("forward", event, node=node, sequence_at_start=_smallest_sequence_nr(event))
         elif name == LOSS_MARKER:
-            record.steps.append(StepMark("loss", -1, "loss", len(record.events), duration_us,
-                                         sequence_at_start=_smallest_sequence_nr(event)))
+            step("loss", event, op="loss", sequence_at_start=_smallest_sequence_nr(event))
+        elif name == OPTIMIZER_MARKER:
+            step("optimizer", event, op="optimizer.step")
         elif name.startswith(BACKWARD_PREFIX):
-            record.steps.append(StepMark("backward", -1, name[len(BACKWARD_PREFIX):], len(record.events),
-                                         duration_us, autograd_sequence_nr=_backward_sequence_nr(event)))
+            step("backward", event, op=name[len(BACKWARD_PREFIX):], autograd_sequence_nr=_backward_sequence_nr(event))
         elif name.startswith(SAVE_MARKER) or name.startswith(RELEASE_MARKER):
             released = name.startswith(RELEASE_MARKER)
             save_id = int(name[len(RELEASE_MARKER if released else SAVE_MARKER):])
-            record.saves.append(SaveEvent(save_id, released, current_step(), len(record.events)))
+            record.saved_tensors.append({"save_id": save_id, "storage_ptr": None, "released": released,
+                                         "step": current_step(), "event_index": len(record.events)})
             return
         elif name.startswith(GRADIENT_MARKER):
             ptr, target = name[len(GRADIENT_MARKER):].split("::", 1)
-            record.gradients.append(GradientReport(int(ptr), target, len(record.events)))
+            record.gradients.append({"storage_ptr": int(ptr), "target": gradient_hooks.target_of_marker(target),
+                                     "event_index": len(record.events)})
             return
         for child in sorted(event.children, key=lambda e: e.start_time_ns):
             visit(child)
         if node is not None:
-            record.observations.append(Observation(node, len(record.events)))
+            record.node_ends.append((node, len(record.events)))
 
     for root in roots:
         visit(root)

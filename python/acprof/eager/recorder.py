@@ -2,34 +2,44 @@
 
 The step is the one the C++ recorder runs (profiler/recorder): the module in train mode, fresh
 gradients, the generator seeded before forward, forward through the captured graph node by node,
-the loss, backward; one warm-up step first, which is never measured. What autograd saves for
+the loss, backward, and the optimizer's step where one is given (the user's own torch.optim
+optimizer: its state, made by the warm-up step, is alive when the measured step starts, and the
+temporaries of its step are the step's); one warm-up step first, which is never measured. The
+module, its optimizer and the generator are left as they were. What autograd saves for
 backward is seen by saved_tensors_hooks: each save's holder marks the stream when it is made and
 when autograd lets it go, so the profile says which node's step saved a storage and which step
 released it.
 """
 
 import contextlib
+import copy
 import gc
-import json
 import os
-import tempfile
-from typing import Any, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 from torch.autograd.profiler import record_function
 
-from ..contract import LOSSES
+from .. import engine
+from ..contract import EVENT_STREAM_SCHEMA_VERSION, LOSSES
 from . import event_stream, gradient_hooks
 from .graph import EagerGraph
-from .profile_derivation import MeasuredStep, ObservedValue, StaticStorage, derive_profile, peak_bytes
 from .program import Instruction, run_program
 
 
-
-def compute_loss(output: Any, loss: str, target: Optional[torch.Tensor]) -> torch.Tensor:
-    """The recorder's loss (models/training_step.py compute_loss): cross entropy of the first
+def compute_loss(output: Any, loss, target: Optional[torch.Tensor]) -> torch.Tensor:
+    """The step's loss: `loss(output)` where loss is a callable (the user's own), else the
+    recorder's loss of that name (models/training_step.py compute_loss): cross entropy of the first
     output tensor against the target (classes last when the target has one element per row), or
     the sum over the floating-point output tensors of each one's mean or sum."""
+    if callable(loss):
+        value = loss(output)
+        if not isinstance(value, torch.Tensor) or value.numel() != 1 or not value.is_floating_point():
+            raise ValueError(f"the loss function returned {type(value).__name__}"
+                             f"{list(value.shape) if isinstance(value, torch.Tensor) else ''}, not a scalar "
+                             "floating-point tensor; return the loss to call backward() on")
+        return value
     tensors = [t for t in torch.utils._pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
     if not tensors:
         raise ValueError("the model's output holds no tensor")
@@ -45,6 +55,27 @@ def compute_loss(output: Any, loss: str, target: Optional[torch.Tensor]) -> torc
     for part in parts[1:]:
         total = total + part
     return total
+
+
+def loss_name(loss) -> str:
+    """The loss as profile.json's meta names it: a rule's name, or `python:` and the callable's."""
+    return f"python:{getattr(loss, '__qualname__', type(loss).__name__)}" if callable(loss) else loss
+
+
+def optimizer_name(optimizer: Optional[torch.optim.Optimizer]) -> str:
+    """The optimizer as meta names it: "none", or its class's name as `acprof profile
+    --optimizer` spells the kinds it knows ("adamw")."""
+    return "none" if optimizer is None else type(optimizer).__name__.lower()
+
+
+def _optimizer_state_tensors(optimizer: Optional[torch.optim.Optimizer], module: torch.nn.Module):
+    """(name, tensor) of what the optimizer keeps between steps, named after the parameter as the
+    C++ recorder names it ("fc.weight.exp_avg")."""
+    if optimizer is None:
+        return []
+    names = {id(p): n for n, p in module.named_parameters()}
+    return [(f"{names.get(id(p), 'parameter')}.{key}", value) for p, state in optimizer.state.items()
+            for key, value in state.items() if isinstance(value, torch.Tensor)]
 
 
 def _storage(t: torch.Tensor) -> tuple:
@@ -80,16 +111,17 @@ class _SavedTensorMarks:
 
 
 def _statics(module: torch.nn.Module, graph: Optional[EagerGraph], inputs: Sequence[torch.Tensor],
-             target: Optional[torch.Tensor]) -> List[StaticStorage]:
-    """Storages alive when the step starts, once each: parameters and buffers (and the graph's
-    lifted constants) as weights, inputs and target as inputs."""
-    statics: Dict[int, StaticStorage] = {}
+             target: Optional[torch.Tensor], optimizer: Optional[torch.optim.Optimizer]) -> List[dict]:
+    """Storages alive when the step starts, once each (the stream's statics): parameters and
+    buffers (and the graph's lifted constants) as weights, the optimizer's state, inputs and target
+    as inputs."""
+    statics: Dict[int, dict] = {}
 
     def add(t: torch.Tensor, category: str, name: str) -> None:
         ptr, nbytes = _storage(t)
         if ptr not in statics and nbytes > 0:
-            statics[ptr] = StaticStorage(ptr, nbytes, category, name, list(t.shape),
-                                         str(t.dtype).replace("torch.", ""))
+            statics[ptr] = {"ptr": ptr, "bytes": nbytes, "category": category, "name": name,
+                            "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
 
     for name, t in list(module.named_parameters()) + list(module.named_buffers()):
         add(t, "weight", name)
@@ -98,6 +130,8 @@ def _statics(module: torch.nn.Module, graph: Optional[EagerGraph], inputs: Seque
             attribute = graph.attribute(node.fx_node.target) if node.kind == "get_attr" else None
             if isinstance(attribute, torch.Tensor):
                 add(attribute, "weight", node.fx_node.target)
+    for name, t in _optimizer_state_tensors(optimizer, module):
+        add(t, "optimizer_state", name)
     for i, t in enumerate(inputs):
         add(t, "input", f"input {i}")
     if target is not None:
@@ -105,20 +139,22 @@ def _statics(module: torch.nn.Module, graph: Optional[EagerGraph], inputs: Seque
     return list(statics.values())
 
 
-def _observed(node: int, output: Any) -> List[ObservedValue]:
+def _observed(output: Any) -> List[dict]:
+    """A node's outputs as the stream's observed values (list_index >= 0: an element of a tuple),
+    but for the node and the event index, which the stream adds where the node's step ended."""
     elements = [(-1, output)] if isinstance(output, torch.Tensor) else \
         list(enumerate(output)) if isinstance(output, (tuple, list)) else []
     seen = []
     for list_index, t in elements:
         if isinstance(t, torch.Tensor) and t.layout == torch.strided:
-            seen.append(ObservedValue(node, list_index, _storage(t)[0], list(t.shape),
-                                      str(t.dtype).replace("torch.", ""), t.requires_grad,
-                                      t.numel() * t.element_size(), gradient_hooks.edge_key(t)))
+            seen.append({"list_index": list_index, "storage_ptr": _storage(t)[0], "shape": list(t.shape),
+                         "dtype": str(t.dtype).replace("torch.", ""), "requires_grad": t.requires_grad,
+                         "bytes": t.numel() * t.element_size(), "gradient_target": gradient_hooks.edge_target(t)})
     return seen
 
 
 def graph_forward(graph: EagerGraph, inputs: Sequence[torch.Tensor],
-                  observed: Optional[Dict[int, List[ObservedValue]]] = None):
+                  observed: Optional[Dict[int, List[dict]]] = None):
     """The module's forward through the graph, node by node; with `observed`, each node runs
     under its step marker and its outputs are noted."""
     env: Dict[int, Any] = {graph.value_of_fx[p]: x for p, x in zip(graph.placeholders, inputs)}
@@ -130,7 +166,7 @@ def graph_forward(graph: EagerGraph, inputs: Sequence[torch.Tensor],
                 return {node.value: graph.run_node(node, value)}
             with record_function(f"{event_stream.NODE_MARKER}{node.index}"):
                 result = graph.run_node(node, value)
-                observed[node.index] = _observed(node.index, result)
+                observed[node.index] = _observed(result)
             return {node.value: result}
         return Instruction([v for v in node.reads if v != 0], run)
 
@@ -152,7 +188,7 @@ def _clear_gradients(module: torch.nn.Module) -> None:
         p.grad = None
 
 
-def _profiled(step_fn) -> event_stream.IterationRecord:
+def _profiled(step_fn) -> event_stream.ProfiledStep:
     # Kineto, which torch.profiler runs on, prints "profiler_start"/"profiler_stop" lines on every
     # profile and, in a CUDA build on a machine without a GPU, "ERROR ... gpuGetDeviceCount failed":
     # noise between acprof's own lines that reads like a failure. It reads its level when it first
@@ -172,74 +208,155 @@ def _step_ends(module, output, loss) -> tuple:
     return gradient_ptrs, output_ptrs
 
 
-def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: str = "mean",
-                   target: Optional[torch.Tensor] = None, path: Optional[str] = None, seed: int = 0,
-                   graph: Optional[EagerGraph] = None, command: str = "", autocast: str = "") -> dict:
-    """Records one training step of `module` on `inputs` (warm-up first) and returns profile.json's
-    content; writes it to `path` (whole or not at all) when given. `autocast` names the dtype
-    forward and loss run under ("bfloat16"), "" for none. The module is left as it was: its
-    buffers (running statistics the two steps update), mode and gradients, and the generator."""
-    with _module_state_kept(module):
-        return _record_profile(module, inputs, loss, target, path, seed, graph, command, autocast)
-
-
 @contextlib.contextmanager
-def _module_state_kept(module: torch.nn.Module):
-    buffers = [(b, b.detach().clone()) for b in module.buffers()]
+def training_state_kept(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None):
+    """Within it the module may train: afterwards its parameters (where an optimizer stepped
+    them), buffers (running statistics the steps update), gradients and mode, the optimizer's
+    state and the generator are as they were. The copies live on the CPU, outside any step."""
+    parameters = [(p, p.detach().to("cpu", copy=True)) for p in module.parameters()] if optimizer is not None else []
+    buffers = [(b, b.detach().to("cpu", copy=True)) for b in module.buffers()]
     gradients = [(p, p.grad) for p in module.parameters()]
+    optimizer_state = copy.deepcopy(optimizer.state_dict()) if optimizer is not None else None
     training, generator = module.training, torch.get_rng_state()
     try:
         yield
     finally:
         with torch.no_grad():
-            for buffer, kept in buffers:
-                buffer.copy_(kept)
+            for tensor, kept in parameters + buffers:
+                tensor.copy_(kept)
         for parameter, gradient in gradients:
             parameter.grad = gradient
+        if optimizer is not None:
+            optimizer.load_state_dict(optimizer_state)
         module.train(training)
         torch.set_rng_state(generator)
 
 
-def _record_profile(module, inputs, loss, target, path, seed, graph, command, autocast) -> dict:
-    module.train()
-    graph = graph or EagerGraph(module, inputs)
-    inputs = list(inputs)
-    torch.manual_seed(seed)
-    with autocast_context(autocast):
-        warm_loss = compute_loss(graph_forward(graph, inputs), loss, target)
-    warm_loss.backward()  # warm-up
-    del warm_loss
-    _clear_gradients(module)
-    gc.collect()
-    statics = _statics(module, graph, inputs, target)
-    observed: Dict[int, List[ObservedValue]] = {}
+@dataclass
+class TrainingStep:
+    """One training step as acprof runs it on a module: the inputs, the loss (a rule's name or
+    the user's callable) and its target, the seed drawn before forward, autocast, and the
+    optimizer that steps after backward (None: no step)."""
+    inputs: Sequence[torch.Tensor]
+    loss: Any = "mean"
+    target: Optional[torch.Tensor] = None
+    seed: int = 0
+    autocast: str = ""
+    optimizer: Optional[torch.optim.Optimizer] = None
+
+    def run(self, module: torch.nn.Module, forward: Callable[[], Any], hooks=contextlib.nullcontext,
+            before_backward: Callable[[torch.Tensor], None] = lambda loss: None) -> tuple:
+        """One step: forward() under the seed and autocast (and `hooks`), the loss under its marker,
+        backward, the optimizer's step under its marker. Returns (output, loss, gradient storages,
+        output storages) as they were at the end of the step."""
+        torch.manual_seed(self.seed)
+        with hooks(), autocast_context(self.autocast):
+            output = forward()
+            with record_function(event_stream.LOSS_MARKER):
+                step_loss = compute_loss(output, self.loss, self.target)
+        before_backward(step_loss)
+        step_loss.backward()
+        if self.optimizer is not None:
+            with record_function(event_stream.OPTIMIZER_MARKER):
+                self.optimizer.step()
+        return (output, step_loss) + _step_ends(module, output, step_loss)
+
+    def warm_up(self, module: torch.nn.Module, forward: Callable[[], Any]) -> None:
+        """The step once, never measured: kernels' first-call costs, and the optimizer's state."""
+        module.train()
+        self.run(module, forward)
+        _clear_gradients(module)
+        gc.collect()
+
+
+def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: Any = "mean",
+                   target: Optional[torch.Tensor] = None, path: Optional[str] = None, seed: int = 0,
+                   graph: Optional[EagerGraph] = None, command: str = "", autocast: str = "",
+                   optimizer: Optional[torch.optim.Optimizer] = None) -> dict:
+    """Records one training step of `module` on `inputs` (warm-up first) and returns profile.json's
+    content; writes it to `path` (whole or not at all) when given. `loss` is a rule's name or a
+    callable of the output; `autocast` names the dtype forward and loss run under ("bfloat16"), ""
+    for none; `optimizer` (over the module's parameters) steps after backward. The module and the
+    optimizer are left as they were (training_state_kept)."""
+    with training_state_kept(module, optimizer):
+        step = TrainingStep(list(inputs), loss, target, seed, autocast, optimizer)
+        return _record_profile(module, step, path, graph or EagerGraph(module, inputs), command)
+
+
+def _record_profile(module, step: TrainingStep, path, graph, command) -> dict:
+    inputs = step.inputs
+    step.warm_up(module, lambda: graph_forward(graph, inputs))
+    statics = _statics(module, graph, inputs, step.target, step.optimizer)
+    observed: Dict[int, List[dict]] = {}
     marks = _SavedTensorMarks()
     ends: Dict[str, Any] = {}
 
-    def step():
-        torch.manual_seed(seed)
-        with marks.hooks(), autocast_context(autocast):
-            output = graph_forward(graph, inputs, observed)
-            with record_function(event_stream.LOSS_MARKER):
-                step_loss = compute_loss(output, loss, target)
-        gradient_hooks.report_gradients_of_backward(step_loss)
-        step_loss.backward()
-        ends["loss"] = step_loss.detach()
-        ends["gradient_ptrs"], ends["output_ptrs"] = _step_ends(module, output, step_loss)
-        return output, step_loss
+    def run():
+        output, loss, ends["gradient_ptrs"], ends["output_ptrs"] = step.run(
+            module, lambda: graph_forward(graph, inputs, observed), hooks=marks.hooks,
+            before_backward=gradient_hooks.report_gradients_of_backward)
+        return output, loss
 
-    record = _profiled(step)
+    profiled = _profiled(run)
     gc.collect()
-    measured = MeasuredStep(record, observed, statics, ends["gradient_ptrs"], ends["output_ptrs"],
-                            [_storage(x)[0] for x in inputs], [x.numel() * x.element_size() for x in inputs],
-                            gradients_recorded=True)
+    iteration = _iteration(profiled, statics, ends, inputs, observed, marks.storage_ptr)
     _clear_gradients(module)
-    return _write(graph, measured, marks.storage_ptr, inputs, loss, target, seed, command, path, autocast)
+    # What the run saw of each value's grad is what the checkpoint decides by (apply.py reads it
+    # back from the profile's values); the engine keeps a value's requires_grad as given.
+    for node, seen in observed.items():
+        for value in seen:
+            if value["list_index"] < 0 and graph.nodes[node].value is not None:
+                graph.values[graph.nodes[node].value].requires_grad = value["requires_grad"]
+    profile = engine.profile_from_event_stream(_stream(_graph_part(graph, step, command), iteration))
+    if path is not None:
+        engine.write_json(profile, path)
+    return profile
 
 
-def _write(graph, measured, save_ptrs, inputs, loss, target, seed, command, path, autocast) -> dict:
-    for seen in (s for values in measured.observed.values() for s in values if s.list_index < 0):
-        graph.values[graph.nodes[seen.node].value].requires_grad = seen.requires_grad
+def _iteration(profiled: event_stream.ProfiledStep, statics: List[dict], ends: Dict[str, Any],
+               inputs: Sequence[torch.Tensor], observed: Optional[Dict[int, List[dict]]] = None,
+               save_ptrs: Optional[Dict[int, int]] = None) -> dict:
+    """The event-stream document's iteration: what the profiler's tree held of the step, the
+    outputs each node was seen to make (at the end of its step), and what the recorder knew of the
+    run around it. A step recorded through the graph has `observed` and `save_ptrs` (with the
+    gradients' marks and the inputs' storages); a step measured without one has neither."""
+    through_graph = observed is not None
+    observed, save_ptrs = observed or {}, save_ptrs or {}
+    seen = [dict(value, node=node, event_index=event_index)
+            for node, event_index in sorted(profiled.node_ends, key=lambda end: end[1])
+            for value in observed.get(node, [])]
+    saved_tensors = [{"save_id": e["save_id"], "storage_ptr": None if e["released"] else save_ptrs.get(e["save_id"]),
+                      "step": e["step"], "event_index": e["event_index"]} for e in profiled.saved_tensors]
+    return {"time_source": "cpu_wall", "steps": profiled.steps, "events": profiled.events, "observed": seen,
+            "saved_tensors": saved_tensors, "gradients": profiled.gradients,
+            "gradients_recorded": through_graph, "statics": statics,
+            "gradient_ptrs": sorted(ends["gradient_ptrs"]), "output_ptrs": sorted(ends["output_ptrs"]),
+            "input_ptrs": [_storage(x)[0] for x in inputs] if through_graph else [],
+            "input_bytes": [x.numel() * x.element_size() for x in inputs] if through_graph else []}
+
+
+def _stream(graph_part: dict, iteration: dict) -> dict:
+    return {"format": "acprof-event-stream", "schema_version": EVENT_STREAM_SCHEMA_VERSION,
+            "graph": graph_part, "iteration": iteration}
+
+
+def _meta(module: torch.nn.Module, step: TrainingStep, command: str) -> dict:
+    return {"model_path": f"eager:{type(module).__module__}.{type(module).__qualname__}",
+            "model_sha256": "", "torch_version": torch.__version__.split("+")[0], "device": "cpu",
+            "executor_optimize": False, "time_source": "cpu_wall", "command": command,
+            "input_specs": [tensor_spec(x) for x in step.inputs],
+            "target_spec": tensor_spec(step.target) if step.target is not None else "",
+            "loss": loss_name(step.loss), "autocast": step.autocast, "optimizer": optimizer_name(step.optimizer),
+            "warmup_iters": 1, "measured_iters": 1, "allocator_bytes_at_start": 0,
+            "other_executor_mode_peak_bytes": -1,
+            "checkpoint_rng_state_bytes": torch.get_rng_state().numel(),
+            "forward_without_grad_ratio": -1.0, "probe_cost_us": -1.0, "seed": step.seed,
+            "intra_op_threads": torch.get_num_threads()}
+
+
+def _graph_part(graph: EagerGraph, step: TrainingStep, command: str) -> dict:
+    """The event-stream document's graph: the captured graph's nodes and values, with the cut
+    facts graph.py found, as profile.json states them."""
     nodes = [{"id": n.index, "kind": n.kind, "scope": n.scope,
               "inputs": [graph.values[v].name for v in n.reads],
               "outputs": [graph.values[n.value].name] if n.value is not None else [],
@@ -249,78 +366,54 @@ def _write(graph, measured, save_ptrs, inputs, loss, target, seed, command, path
     # Only tensors enter a segment as checkpoint inputs here (GraphValue.entry), so each as itself.
     values = [{"id": v.id, "name": v.name, "producer_node": v.producer_node, "type": v.type,
                "entry": v.entry, "input_form": "tensor", "can_leave": v.can_leave, "is_tensor": v.is_tensor,
-               "requires_grad": v.requires_grad, "needs_grad": v.requires_grad, "bytes": v.bytes}
+               "requires_grad": v.requires_grad, "needs_grad": v.requires_grad, "bytes": v.bytes, "tensor": -1}
               for v in graph.values]
-    meta = {"model_path": f"eager:{type(graph.module).__module__}.{type(graph.module).__qualname__}",
-            "model_sha256": "", "torch_version": torch.__version__.split("+")[0], "device": "cpu",
-            "executor_optimize": False, "time_source": "cpu_wall", "command": command,
-            "input_specs": [tensor_spec(x) for x in inputs],
-            "target_spec": tensor_spec(target) if target is not None else "", "loss": loss, "autocast": autocast,
-            "optimizer": "none", "warmup_iters": 1, "measured_iters": 1, "allocator_bytes_at_start": 0,
-            "other_executor_mode_peak_bytes": -1,
-            "checkpoint_rng_state_bytes": torch.get_rng_state().numel(),
-            "forward_without_grad_ratio": -1.0, "probe_cost_us": -1.0, "seed": seed, "intra_op_threads": torch.get_num_threads()}
-    profile = derive_profile(meta, nodes, values, list(graph.graph_outputs), measured, save_ptrs)
-    if path is not None:
-        write_json_atomically(profile, path)
-    return profile
+    return {"meta": _meta(graph.module, step, command), "nodes": nodes, "values": values,
+            "graph_outputs": list(graph.graph_outputs)}
 
 
-def write_json_atomically(content: dict, path: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".acprof-", suffix=".json")
-    try:
-        with os.fdopen(handle, "w") as out:
-            json.dump(content, out, indent=1)
-            out.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
-def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: str = "mean",
+def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: Any = "mean",
                  target: Optional[torch.Tensor] = None, seed: int = 0, autocast: str = "",
-                 profile_meta: Optional[dict] = None) -> dict:
+                 profile_meta: Optional[dict] = None, optimizer: Optional[torch.optim.Optimizer] = None) -> dict:
     """One training step of any module, measured as record_profile measures (warm-up, statics,
-    the allocator's events): its peak bytes, loss, gradients and buffers afterwards. With
-    `profile_meta` (the module is an apply.CheckpointedModule), also the step as profile.json's
-    content under "profile": its forward's instructions as nodes (instruction_nodes), the same
-    timeline and peak, and that meta with the measured fields filled, for report.html's after
-    side."""
-    module.train()
-    inputs = list(inputs)
-    torch.manual_seed(seed)
-    with autocast_context(autocast):
-        warm_loss = compute_loss(module(*inputs), loss, target)
-    warm_loss.backward()  # warm-up
-    del warm_loss
-    _clear_gradients(module)
-    gc.collect()
-    statics = _statics(module, getattr(module, "graph", None), inputs, target)
+    the allocator's events): its peak bytes, loss, gradients and buffers afterwards (and the
+    parameters the optimizer stepped, where one is given). With `profile_meta` (the module is an
+    apply.CheckpointedModule), also the step as profile.json's content under "profile": its
+    forward's instructions as nodes (instruction_nodes), the same timeline and peak, and that meta
+    with the measured fields filled, for report.html's after side. The module and the optimizer
+    are left as they were."""
+    step = TrainingStep(list(inputs), loss, target, seed, autocast, optimizer)
+    with training_state_kept(module, optimizer):
+        return _measure_step(module, step, profile_meta)
+
+
+def _measure_step(module, step: TrainingStep, profile_meta: Optional[dict]) -> dict:
+    inputs = step.inputs
+    step.warm_up(module, lambda: module(*inputs))
+    statics = _statics(module, getattr(module, "graph", None), inputs, step.target, step.optimizer)
     ends: Dict[str, Any] = {}
 
-    def step():
-        torch.manual_seed(seed)
-        with autocast_context(autocast):
-            output = module(*inputs)
-            with record_function(event_stream.LOSS_MARKER):
-                step_loss = compute_loss(output, loss, target)
-        step_loss.backward()
-        ends["loss"] = step_loss.detach()
-        ends["gradient_ptrs"], ends["output_ptrs"] = _step_ends(module, output, step_loss)
-        return output, step_loss
+    def run():
+        output, loss, ends["gradient_ptrs"], ends["output_ptrs"] = step.run(module, lambda: module(*inputs))
+        ends["loss"] = loss.detach()
+        return output, loss
 
     marking = module.marking_instructions() if profile_meta is not None else contextlib.nullcontext()
     with marking:
-        record = _profiled(step)
-    measured = MeasuredStep(record, {}, statics, ends["gradient_ptrs"], ends["output_ptrs"], [], [])
-    result = {"peak_bytes": peak_bytes(measured), "loss": ends["loss"],
+        profiled = _profiled(run)
+    # The step's own profile: its instructions as nodes where it was marked, else none; the
+    # engine replays the statics and every event as it does for a profile.
+    meta = dict(profile_meta if profile_meta is not None else _meta(module, step, ""),
+                warmup_iters=1, measured_iters=1, intra_op_threads=torch.get_num_threads())
+    graph_part = {"meta": meta, "nodes": module.instruction_nodes() if profile_meta is not None else [],
+                  "values": [], "graph_outputs": []}
+    profile = engine.profile_from_event_stream(_stream(graph_part, _iteration(profiled, statics, ends, inputs)))
+    result = {"peak_bytes": profile["summary"]["peak_bytes"], "loss": ends["loss"],
               "gradients": {n: p.grad.detach().clone() for n, p in module.named_parameters() if p.grad is not None},
               "buffers": {n: b.detach().clone() for n, b in module.named_buffers()}}
+    if step.optimizer is not None:
+        result["parameters"] = {n: p.detach().clone() for n, p in module.named_parameters()}
     if profile_meta is not None:
-        meta = dict(profile_meta, warmup_iters=1, measured_iters=1, intra_op_threads=torch.get_num_threads())
-        result["profile"] = derive_profile(meta, module.instruction_nodes(), [], [], measured, {})
+        result["profile"] = profile
     _clear_gradients(module)
     return result

@@ -1,0 +1,89 @@
+"""acprof's C++ engine in this process: the profile's derivation and the planner.
+
+The Python package collects (the eager recorder writes an event-stream document); the engine,
+the same C++ the acprof binary runs, derives profile.json from it and plans it, so each rule is
+stated once, in C++ (python/engine/engine_module.cpp). Documents cross as JSON, checked by the
+formats' own readers. An engine error is EngineError, whose `kind` is the error kind's name in
+contract.json ("bad_input", "infeasible_budget", ...).
+"""
+
+import json
+import os
+from typing import Optional
+
+from .contract import EVENT_STREAM_SCHEMA_VERSION
+
+try:
+    from . import _engine
+except ImportError as _missing:  # the package's files without the build that makes the module
+    _engine = None
+    _why_missing = f"{type(_missing).__name__}: {_missing}"
+
+__all__ = ["EngineError", "EngineMissing", "require", "profile_from_event_stream", "plan_outcome", "plan",
+           "budget_bytes", "format_bytes", "write_json"]
+
+
+class EngineMissing(ImportError):
+    """acprof._engine is not beside this package: it was installed or copied without the build."""
+
+
+def require():
+    """The engine module; raises EngineMissing naming the fix where it is absent or from another build."""
+    return _module()
+
+
+def _module():
+    if _engine is None:
+        raise EngineMissing(
+            f"acprof: the engine module acprof._engine is missing beside {os.path.dirname(os.path.abspath(__file__))} "
+            f"({_why_missing}); build acprof (scripts/setup.sh builds it into python/acprof/) before using this package")
+    if _engine.event_stream_schema_version != EVENT_STREAM_SCHEMA_VERSION:
+        raise EngineMissing(
+            f"acprof: the engine module reads event streams of version {_engine.event_stream_schema_version}, this "
+            f"package writes version {EVENT_STREAM_SCHEMA_VERSION}; rebuild acprof so that both come from one build")
+    return _engine
+
+
+# The exception type the engine raises (acprof._engine.Error, with `kind`); without the engine,
+# the calls raise EngineMissing before any could.
+EngineError = _engine.Error if _engine is not None else EngineMissing
+
+
+def profile_from_event_stream(stream: dict, source_name: str = "event stream") -> dict:
+    """profile.json's content derived by the engine from an event-stream document
+    (profiler/format/include/acprof/event_stream_format.h)."""
+    return json.loads(_module().profile_from_event_stream(json.dumps(stream), source_name))
+
+
+def plan_outcome(profile: dict, budget: str, solver: str = "auto", profile_path: str = "") -> dict:
+    """The planner's outcome for a profile and a budget as users type it ("6GB", "60%"), as data:
+    {"feasible": True, "plan": plan.json's content} or {"feasible": False, "smallest_peak_bytes",
+    "floor": what that peak is made of, "message"}. Bad input raises EngineError."""
+    return json.loads(_module().plan_outcome(json.dumps(profile), budget, solver, profile_path))
+
+
+def plan(profile: dict, budget: str, solver: str = "auto", profile_path: str = "") -> dict:
+    """plan.json's content for a profile and a budget; raises EngineError of kind
+    "infeasible_budget", with the outcome as `outcome`, where no plan fits."""
+    outcome = plan_outcome(profile, budget, solver, profile_path)
+    if outcome["feasible"]:
+        return outcome["plan"]
+    error = EngineError(outcome["message"])
+    error.kind, error.outcome = "infeasible_budget", outcome
+    raise error
+
+
+def budget_bytes(budget: str, profiled_peak_bytes: int) -> int:
+    """The bytes of a budget as users type it ("6GB", "512MiB", "60%" of the profiled peak), read
+    by the planner's own parser (planner/include/acprof/budget.h); raises EngineError."""
+    return _module().budget_bytes(budget, int(profiled_peak_bytes))
+
+
+def format_bytes(count: int) -> str:
+    """Bytes as acprof prints them everywhere ("1.50 MiB")."""
+    return _module().format_bytes(int(count))
+
+
+def write_json(content: dict, path: str, indent: Optional[int] = 1) -> None:
+    """Writes content as JSON to path, whole or not at all, as every acprof file is written."""
+    _module().write_file_atomically(path, json.dumps(content, indent=indent) + "\n")
