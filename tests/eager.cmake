@@ -13,6 +13,12 @@
 add_test(NAME python_engine_derives_hand_written_event_streams
          COMMAND ${ACPROF_PYTHON} -m pytest -q -p no:cacheprovider
                  ${CMAKE_CURRENT_SOURCE_DIR}/python/engine_event_stream_test.py)
+# acprof.fit / estimate / apply in process: AdamW in the profiled step, predicted = measured to the
+# byte within the budget, bit for bit in the user's own loop; every mistake its own error type
+# (tests/python/fit_test.py says what each case checks).
+add_test(NAME python_fit_estimate_apply_predicted_equals_measured_bit_for_bit
+         COMMAND ${ACPROF_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/fit_test.py)
+set_tests_properties(python_fit_estimate_apply_predicted_equals_measured_bit_for_bit PROPERTIES TIMEOUT 300)
 
 # acprof_add_eager_test(<name> <model> <budget: floor|halfway> [op a segment must hold] [AUTOCAST dtype]
 #                       [UNIT_OP_TIMES: plan from 1 us per op, the same plan on every machine])

@@ -1,6 +1,14 @@
-"""Train a model rewritten by `acprof rewrite` in Python.
+"""acprof in Python: fit a training step into a memory budget, in the training script itself.
 
     import acprof
+    fitted = acprof.fit(model, example_inputs, budget="6GB", loss_fn=..., optimizer=...)
+    fitted.module                       # checkpointed; trains the model's own parameters
+    acprof.estimate(model, example_inputs, budget="6GB").verdict   # before training: will it fit?
+    acprof.apply(model, "plan.json", example_inputs)                # a plan fitted.save() wrote
+
+(acprof/fit.py says what each does.) A model rewritten by `acprof rewrite` (TorchScript) trains
+with `acprof.load`:
+
     model = acprof.load("model.ckpt.pt")
 
 The rewritten model's forward calls the operator `acprof::checkpoint` and holds its segments as
@@ -31,7 +39,12 @@ import shutil
 
 import torch
 
-__all__ = ["load", "ops_library_path", "OpsLibraryNotFound"]
+from .errors import (AcprofError, BadInput, BudgetExceeded, InfeasibleBudget, ModelFails,  # noqa: E402
+                     VerificationFailed)
+from .fit import Estimate, FitResult, apply, estimate, fit  # noqa: E402
+
+__all__ = ["fit", "estimate", "apply", "FitResult", "Estimate", "AcprofError", "BadInput", "InfeasibleBudget",
+           "VerificationFailed", "BudgetExceeded", "ModelFails", "load", "ops_library_path", "OpsLibraryNotFound"]
 __version__ = "0.1.0"
 
 LIBRARY_NAME = "libacprof_ops.so"

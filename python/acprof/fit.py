@@ -1,0 +1,307 @@
+"""The front door: plan and checkpoint a model for a memory budget in one call, in the training
+script itself, and answer before training whether it will fit.
+
+    import acprof
+    fitted = acprof.fit(model, (input_ids,), budget="6GB", loss_fn=lambda out: out.mean(),
+                        optimizer=torch.optim.AdamW(model.parameters()))
+    for batch in loader:                       # the user's own loop, on the model's own parameters
+        loss = loss_fn(fitted.module(batch)); loss.backward(); optimizer.step(); optimizer.zero_grad()
+
+    acprof.estimate(model, (input_ids,), budget="6GB")   # fits_as_is | fits_with_plan | cannot_fit
+
+`fit` records one training step of the model (the optimizer's step included, so its state counts
+against the budget), plans it with the C++ planner in this process (acprof.engine), applies the
+plan (acprof.eager.apply_plan: the model's parameters, shared) and verifies the result: one step
+of the checkpointed module against one of the model, loss, gradients, buffers and the parameters
+the optimizer stepped bit for bit, and its measured peak against the prediction and the budget.
+The model and the optimizer are left as they were. It takes about six training steps of the model
+and the planner's time. What it cannot do raises one of acprof.errors' types with one line.
+"""
+
+import contextlib
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence, Union
+
+import torch
+
+from . import engine
+from .errors import BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
+from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
+from .eager.graph import EagerGraph
+from .eager.recorder import measure_step, record_profile
+from .eager.verification import compare_steps
+
+__all__ = ["fit", "estimate", "apply", "FitResult", "Estimate"]
+
+Inputs = Union[torch.Tensor, Sequence[torch.Tensor]]
+
+
+@dataclass
+class FitResult:
+    """What fit made and measured.
+
+    Attributes:
+        module: the checkpointed module; it trains the model's own parameters.
+        plan: plan.json's content (segments, predicted peak and extra time).
+        profile: profile.json's content of the model's step, which the plan was made from.
+        budget_bytes: the budget in bytes.
+        peak_bytes: the model's own step's measured peak, without acprof.
+        predicted_peak_bytes: the plan's predicted peak.
+        measured_peak_bytes: the checkpointed module's measured peak (None with verify=False).
+        predicted_extra_time_share: the plan's predicted extra time over the profiled step.
+        segments: how many segments are checkpointed.
+        verification: how the result was verified (mode, what was compared, the largest
+            difference), None with verify=False.
+    """
+    module: torch.nn.Module
+    plan: dict
+    profile: dict
+    budget_bytes: int
+    peak_bytes: int
+    predicted_peak_bytes: int
+    measured_peak_bytes: Optional[int]
+    predicted_extra_time_share: float
+    segments: int
+    verification: Optional[dict] = field(default=None)
+
+    def save(self, path: str) -> None:
+        """Writes the plan to `path` and its profile beside it (`<path without .json>.profile.json`),
+        which acprof.apply reads to apply the plan in another process without profiling again."""
+        profile_path = os.path.splitext(path)[0] + ".profile.json"
+        engine.write_json(self.profile, profile_path)
+        engine.write_json(dict(self.plan, profile_path=os.path.basename(profile_path)), path)
+
+
+@dataclass
+class Estimate:
+    """The answer before training.
+
+    Attributes:
+        verdict: "fits_as_is" (the step's peak is within the budget), "fits_with_plan" (a plan
+            reaches it), "cannot_fit" (the budget is below the floor), or None without a budget.
+        peak_bytes: the measured peak of one training step as it is.
+        floor_bytes: the smallest peak any plan reaches.
+        floor: what the floor is made of (shares by category, largest contributors first).
+        budget_bytes: the budget in bytes, None without one.
+        predicted_peak_bytes: the plan's predicted peak where a plan is needed and found.
+        predicted_extra_time_share: that plan's predicted extra time over the step.
+    """
+    verdict: Optional[str]
+    peak_bytes: int
+    floor_bytes: int
+    floor: dict
+    budget_bytes: Optional[int] = None
+    predicted_peak_bytes: Optional[int] = None
+    predicted_extra_time_share: Optional[float] = None
+
+
+def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
+        loss_fn: Optional[Callable[[Any], torch.Tensor]] = None,
+        optimizer: Optional[torch.optim.Optimizer] = None, verify: bool = True, solver: str = "auto",
+        seed: int = 0) -> FitResult:
+    """`model` checkpointed to train within `budget` ("6GB", "512MiB", "60%" of its step's peak,
+    or bytes) on inputs like `example_inputs`, verified. `loss_fn(output)` is the loss backward runs
+    from (default: the mean of the output's floating-point tensors); `optimizer`, over the model's
+    parameters, steps after backward, as in the user's loop."""
+    inputs = _inputs(example_inputs)
+    graph, profile = _profile(model, inputs, loss_fn, optimizer, seed)
+    plan = _plan(profile, budget, solver)
+    try:
+        checkpointed = apply_plan(model, plan, profile=profile, graph=graph)
+    except PlanMismatch as e:
+        raise BadInput(f"acprof: {e}") from None
+    baseline = plan.get("baseline_iteration_time_us", 0)
+    result = FitResult(checkpointed, plan, profile, plan["budget_bytes"], profile["summary"]["peak_bytes"],
+                       plan["predicted_peak_bytes"], None,
+                       plan.get("extra_time_us", 0) / baseline if baseline > 0 else 0.0, len(plan["segments"]))
+    if verify:
+        _verify(result, model, graph, inputs, loss_fn, optimizer, seed)
+    return result
+
+
+def estimate(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int, None] = None,
+             loss_fn: Optional[Callable[[Any], torch.Tensor]] = None,
+             optimizer: Optional[torch.optim.Optimizer] = None, solver: str = "auto", seed: int = 0) -> Estimate:
+    """Whether one training step of `model` on inputs like `example_inputs` fits `budget`: as it is,
+    with a plan, or not at all, with the floor and what it is made of. Records one step (two with
+    the warm-up) and plans it; the model and the optimizer are left as they were."""
+    _, profile = _profile(model, _inputs(example_inputs), loss_fn, optimizer, seed)
+    peak = profile["summary"]["peak_bytes"]
+    floor = _outcome(profile, "1B", solver)  # no step fits in a byte: the planner's floor search
+    floor_bytes = peak if floor["feasible"] else floor["smallest_peak_bytes"]
+    answer = Estimate(None, peak, floor_bytes, floor.get("floor", {}))
+    if budget is None:
+        return answer
+    outcome = _outcome(profile, _budget_text(budget), solver)
+    if not outcome["feasible"]:
+        answer.verdict = "cannot_fit"
+        answer.budget_bytes = engine.budget_bytes(_budget_text(budget), peak)
+        return answer
+    plan = outcome["plan"]
+    answer.budget_bytes = plan["budget_bytes"]
+    answer.verdict = "fits_as_is" if peak <= plan["budget_bytes"] else "fits_with_plan"
+    if answer.verdict == "fits_with_plan":
+        baseline = plan.get("baseline_iteration_time_us", 0)
+        answer.predicted_peak_bytes = plan["predicted_peak_bytes"]
+        answer.predicted_extra_time_share = plan.get("extra_time_us", 0) / baseline if baseline > 0 else 0.0
+    return answer
+
+
+def apply(model: torch.nn.Module, plan: Union[str, dict], example_inputs: Inputs) -> CheckpointedModule:
+    """`model` with a plan made earlier (FitResult.save, or `acprof plan` of its profile) applied,
+    without profiling again. The plan names its profile (profile_path), read from beside it."""
+    if isinstance(plan, str):
+        plan_path = plan
+        plan = _read_json(plan_path, "plan")
+        named = plan.get("profile_path", "")
+        profile_path = named if os.path.isabs(named) else os.path.join(os.path.dirname(os.path.abspath(plan_path)), named)
+        profile = _read_json(profile_path, "plan's profile")
+    else:
+        profile = plan.get("profile")
+        if profile is None:
+            profile = _read_json(plan.get("profile_path", ""), "plan's profile")
+    if not isinstance(plan.get("segments"), list) or "predicted_peak_bytes" not in plan:
+        raise BadInput("acprof: the plan is not a plan (no segments or predicted peak); pass the plan.json "
+                       "FitResult.save or `acprof plan` wrote")
+    inputs = _inputs(example_inputs)
+    with _torch_logs_quiet():
+        try:
+            return apply_plan(model, plan, profile=profile, example_inputs=inputs)
+        except PlanMismatch as e:
+            raise BadInput(f"acprof: {e}") from None
+
+
+# -- the steps -----------------------------------------------------------------------------------
+
+def _inputs(example_inputs: Inputs) -> tuple:
+    inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
+    if not inputs or not all(isinstance(x, torch.Tensor) for x in inputs):
+        raise BadInput("acprof: example_inputs must be a tensor or a sequence of tensors, one per positional "
+                       "argument of forward")
+    return inputs
+
+
+@contextlib.contextmanager
+def _torch_logs_quiet():
+    """torch's own loggers (torch._subclasses.fake_tensor logs a whole traceback when an op refuses
+    a shape) say nothing while acprof runs the user's code; acprof's error says it in one line."""
+    logger = logging.getLogger("torch")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:160] if text else type(e).__name__
+
+
+def _profile(model, inputs, loss_fn, optimizer, seed) -> tuple:
+    if not isinstance(model, torch.nn.Module):
+        raise BadInput(f"acprof: the model is a {type(model).__name__}, not a torch.nn.Module; pass the module "
+                       "you train")
+    if not any(p.requires_grad for p in model.parameters()):
+        raise BadInput(f"acprof: {type(model).__name__} has no parameter that requires grad, so a training step "
+                       "stores nothing to recompute; unfreeze the parameters you train")
+    loss = loss_fn if loss_fn is not None else "mean"
+    with _torch_logs_quiet():
+        try:
+            _check_step(model, inputs, loss)
+            graph = EagerGraph(model, inputs)
+            return graph, record_profile(model, inputs, loss=loss, graph=graph, optimizer=optimizer, seed=seed)
+        except (BadInput, ModelFails):
+            raise
+        except Exception as e:
+            raise ModelFails(f"acprof: the training step of {type(model).__name__} fails in PyTorch "
+                             f"({type(e).__name__}: {_first_line(e)}); fix the model or its inputs") from None
+
+
+def _check_step(model, inputs, loss) -> None:
+    """One forward in eager without grad, so a mistake of the caller's (a shape the model refuses,
+    an output without a floating-point tensor) is named as such before anything is captured."""
+    from .eager.recorder import compute_loss, training_state_kept
+    with training_state_kept(model), torch.no_grad():
+        try:
+            output = model(*inputs)
+        except Exception as e:
+            raise BadInput(f"acprof: {type(model).__name__} refuses example_inputs of shapes "
+                           f"{[list(x.shape) for x in inputs]} ({type(e).__name__}: {_first_line(e)}); pass inputs "
+                           "its forward takes") from None
+        leaves = [t for t in torch.utils._pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
+        if not any(t.is_floating_point() for t in leaves) and not callable(loss):
+            raise BadInput(f"acprof: {type(model).__name__}'s output holds no floating-point tensor to take a "
+                           "loss of; pass loss_fn")
+        try:
+            compute_loss(output, loss, None)
+        except ValueError as e:  # the loss rule's own refusal: a loss function that returns no loss
+            raise BadInput(f"acprof: {e}") from None
+
+
+def _budget_text(budget: Union[str, int]) -> str:
+    if isinstance(budget, bool) or not isinstance(budget, (str, int)):
+        raise BadInput(f"acprof: budget {budget!r} is neither bytes nor text such as \"6GB\" or \"60%\"")
+    return f"{budget}B" if isinstance(budget, int) else budget
+
+
+def _outcome(profile: dict, budget: str, solver: str) -> dict:
+    try:
+        return engine.plan_outcome(profile, budget, solver)
+    except engine.EngineError as e:
+        raise BadInput(f"acprof: {e}") from None
+
+
+def _plan(profile: dict, budget: Union[str, int], solver: str) -> dict:
+    outcome = _outcome(profile, _budget_text(budget), solver)
+    if not outcome["feasible"]:
+        floor = outcome["smallest_peak_bytes"]
+        raise InfeasibleBudget(f"acprof: no plan fits {budget}: the smallest peak a plan reaches is "
+                               f"{engine.format_bytes(floor)} ({floor} B); ask for at least that, or see "
+                               "acprof.estimate for what it is made of", floor, outcome["floor"])
+    return outcome["plan"]
+
+
+def _verify(result: FitResult, model, graph, inputs, loss_fn, optimizer, seed) -> None:
+    loss = loss_fn if loss_fn is not None else "mean"
+    before = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer)
+    after = measure_step(result.module, inputs, loss, seed=seed, optimizer=optimizer)
+    verdict = compare_steps(before, after, "module.", None)
+    if verdict["differences"]:
+        plain = CheckpointedModule(model, graph, dict(result.plan, segments=[]))
+        captured = compare_steps(before, measure_step(plain, inputs, loss, seed=seed, optimizer=optimizer),
+                                 "module.", None)
+        shown = "; ".join(verdict["differences"][:2])
+        if captured["differences"]:
+            raise ModelFails(f"acprof: {type(model).__name__}'s captured graph does not train like the module itself "
+                             f"even with nothing checkpointed ({'; '.join(captured['differences'][:2])}): "
+                             "torch.export traced another path than eager runs")
+        raise VerificationFailed(f"acprof: the checkpointed module does not train like {type(model).__name__} "
+                                 f"({shown}); please report it with the model")
+    result.measured_peak_bytes = after["peak_bytes"]
+    result.verification = {"mode": "bitwise", "max_abs_diff": verdict["max_abs_diff"],
+                           "gradients_compared": verdict["gradients_compared"],
+                           "buffers_compared": verdict["buffers_compared"],
+                           "parameters_compared": len(before.get("parameters", {})),
+                           "original_measured_peak_bytes": before["peak_bytes"]}
+    if result.measured_peak_bytes > result.budget_bytes:
+        over = result.measured_peak_bytes - result.budget_bytes
+        raise BudgetExceeded(f"acprof: the checkpointed module peaked at "
+                             f"{engine.format_bytes(result.measured_peak_bytes)}, {engine.format_bytes(over)} over the "
+                             f"budget (predicted {engine.format_bytes(result.predicted_peak_bytes)}); please report "
+                             "it with the model")
+
+
+def _read_json(path: str, what: str) -> dict:
+    import json
+    try:
+        with open(path) as handle:
+            content = json.load(handle)
+    except (OSError, ValueError) as e:
+        raise BadInput(f"acprof: cannot read the {what} {path} ({_first_line(e)}); pass the file acprof wrote") from None
+    if not isinstance(content, dict):
+        raise BadInput(f"acprof: the {what} {path} is not an acprof file; pass the file acprof wrote")
+    return content

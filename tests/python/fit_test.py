@@ -1,0 +1,185 @@
+"""acprof.fit, acprof.estimate and acprof.apply, in process, on models written here and on Hugging
+Face GPT-2 built from a config: the optimizer's step is part of the profiled step (AdamW), the
+checkpointed module's measured peak equals the plan's prediction to the byte and is within the
+budget, and it trains like the model bit for bit, in the user's own loop. Needs the package with
+its engine module (PYTHONPATH=python after the build), torch, and transformers for GPT-2.
+"""
+
+import copy
+import json
+import os
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+
+import acprof  # noqa: E402
+
+
+class Block(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(width)
+        self.up = torch.nn.Linear(width, 4 * width)
+        self.down = torch.nn.Linear(4 * width, width)
+        self.drop = torch.nn.Dropout(0.1)
+
+    def forward(self, x):
+        return x + self.drop(self.down(torch.nn.functional.gelu(self.up(self.norm(x)))))
+
+
+class Net(torch.nn.Module):
+    """Blocks with dropout between an embedding and a head that shares the embedding's weight."""
+
+    def __init__(self, width=64, depth=4, vocab=128):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, width)
+        self.blocks = torch.nn.ModuleList(Block(width) for _ in range(depth))
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for block in self.blocks:
+            x = block(x)
+        return x @ self.embed.weight.t()
+
+
+def net_and_inputs():
+    torch.manual_seed(0)
+    return Net(), (torch.randint(0, 128, (8, 32)),)
+
+
+def mean_loss(output):
+    return output.float().pow(2).mean()
+
+
+def halfway(model, inputs, optimizer=None):
+    answer = acprof.estimate(model, inputs, loss_fn=mean_loss, optimizer=optimizer)
+    return answer, (answer.floor_bytes + answer.peak_bytes) // 2
+
+
+def train(module, inputs, optimizer, steps=3):
+    losses = []
+    for step in range(steps):
+        torch.manual_seed(100 + step)
+        loss = mean_loss(module(*inputs))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.detach())
+    return losses
+
+
+def test_fit_with_adamw_measures_its_prediction_and_trains_like_the_model_bit_for_bit():
+    model, inputs = net_and_inputs()
+    original = copy.deepcopy(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    answer, budget = halfway(model, inputs, optimizer)
+    fitted = acprof.fit(model, inputs, budget=budget, loss_fn=mean_loss, optimizer=optimizer)
+    assert fitted.segments >= 1
+    assert fitted.measured_peak_bytes == fitted.predicted_peak_bytes <= fitted.budget_bytes == budget
+    assert fitted.verification["parameters_compared"] == len(list(model.parameters()))
+    assert fitted.peak_bytes == answer.peak_bytes  # the same step, profiled twice
+    # AdamW's state (two moments per parameter) is part of the profiled step's peak.
+    state_bytes = 2 * sum(p.numel() * p.element_size() for p in model.parameters())
+    assert fitted.profile["summary"]["peak_breakdown"]["optimizer_state"] >= state_bytes
+    # fit left the model and the optimizer as they were: both loops start from the same state.
+    for p, q in zip(model.parameters(), original.parameters()):
+        assert torch.equal(p, q)
+    assert len(optimizer.state) == 0
+    ours = train(fitted.module, inputs, optimizer)
+    theirs = train(original, inputs, torch.optim.AdamW(original.parameters(), lr=1e-3))
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+    for p, q in zip(model.parameters(), original.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_estimate_says_as_is_with_a_plan_or_not_at_all():
+    model, inputs = net_and_inputs()
+    answer, budget = halfway(model, inputs)
+    assert answer.verdict is None and answer.floor_bytes < answer.peak_bytes
+    assert sum(share["bytes"] for share in answer.floor["shares"]) == answer.floor_bytes
+    assert acprof.estimate(model, inputs, budget=answer.peak_bytes, loss_fn=mean_loss).verdict == "fits_as_is"
+    planned = acprof.estimate(model, inputs, budget=budget, loss_fn=mean_loss)
+    assert planned.verdict == "fits_with_plan" and planned.predicted_peak_bytes <= budget
+    refused = acprof.estimate(model, inputs, budget=answer.floor_bytes - 1, loss_fn=mean_loss)
+    assert (refused.verdict, refused.budget_bytes) == ("cannot_fit", answer.floor_bytes - 1)
+    assert acprof.estimate(model, inputs, budget="50%", loss_fn=mean_loss).budget_bytes == answer.peak_bytes // 2
+
+
+def test_a_saved_plan_applies_in_another_model_object_without_profiling(tmp_path):
+    model, inputs = net_and_inputs()
+    _, budget = halfway(model, inputs)
+    fitted = acprof.fit(model, inputs, budget=budget, loss_fn=mean_loss)
+    fitted.save(str(tmp_path / "plan.json"))
+    assert os.path.isfile(tmp_path / "plan.profile.json")
+    again, _ = net_and_inputs()
+    applied = acprof.apply(again, str(tmp_path / "plan.json"), inputs)
+    ours = train(applied, inputs, torch.optim.SGD(again.parameters(), lr=0.1, momentum=0.9))
+    theirs = train(fitted.module, inputs, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+
+
+def test_each_mistake_gets_its_own_type_and_one_line(tmp_path):
+    model, inputs = net_and_inputs()
+    cases = [
+        (lambda: acprof.fit(torch.randn(3), inputs, budget="1GB"), acprof.BadInput, "not a torch.nn.Module"),
+        (lambda: acprof.fit(model, (torch.randn(4, 9),), budget="1GB"), acprof.BadInput, "refuses example_inputs"),
+        (lambda: acprof.fit(model, inputs, budget="lots"), acprof.BadInput, "lots"),
+        (lambda: acprof.fit(model, inputs, budget="1KiB", loss_fn=mean_loss), acprof.InfeasibleBudget,
+         "smallest peak"),
+        (lambda: acprof.fit(model, inputs, budget="1GB", loss_fn=lambda out: 3), acprof.BadInput, "loss function"),
+    ]
+    frozen, _ = net_and_inputs()
+    frozen.requires_grad_(False)
+    cases.append((lambda: acprof.fit(frozen, inputs, budget="1GB"), acprof.BadInput, "no parameter that requires grad"))
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text('{"segments": [')
+    cases.append((lambda: acprof.apply(model, str(truncated), inputs), acprof.BadInput, "cannot read the plan"))
+    for call, error_type, names in cases:
+        with pytest.raises(error_type) as raised:
+            call()
+        message = str(raised.value)
+        assert names in message and "\n" not in message and len(message) < 300, message
+    with pytest.raises(acprof.InfeasibleBudget) as raised:
+        acprof.fit(model, inputs, budget="1KiB", loss_fn=mean_loss)
+    assert raised.value.floor_bytes > 1024 and raised.value.kind == "infeasible_budget"
+
+
+def test_a_plan_made_for_another_model_is_refused(tmp_path):
+    model, inputs = net_and_inputs()
+    _, budget = halfway(model, inputs)
+    acprof.fit(model, inputs, budget=budget, loss_fn=mean_loss).save(str(tmp_path / "plan.json"))
+    torch.manual_seed(0)
+    other = Net(depth=3)
+    with pytest.raises(acprof.BadInput) as raised:
+        acprof.apply(other, str(tmp_path / "plan.json"), inputs)
+    assert "profile this module" in str(raised.value) or "make the plan" in str(raised.value)
+
+
+class CausalLM(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=False).logits
+
+
+def test_gpt2_from_a_config_with_adamw_measures_its_prediction():
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=256, n_positions=64,
+                                     bos_token_id=0, eos_token_id=0)
+    model = CausalLM(transformers.GPT2LMHeadModel(config))
+    inputs = (torch.randint(0, 256, (4, 64)),)
+    optimizer = torch.optim.AdamW(model.parameters())
+    answer, budget = halfway(model, inputs, optimizer)
+    fitted = acprof.fit(model, inputs, budget=budget, loss_fn=mean_loss, optimizer=optimizer)
+    assert fitted.segments >= 1
+    assert fitted.measured_peak_bytes == fitted.predicted_peak_bytes <= budget
+    assert fitted.verification["mode"] == "bitwise"
+    print(json.dumps({"peak": answer.peak_bytes, "floor": answer.floor_bytes, "budget": budget,
+                      "predicted": fitted.predicted_peak_bytes, "measured": fitted.measured_peak_bytes}))
