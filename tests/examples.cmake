@@ -78,13 +78,20 @@ add_test(NAME readme_five_steps
                  --acprof $<TARGET_FILE:acprof> --example ${CMAKE_SOURCE_DIR}/examples/train_rewritten.py)
 set_tests_properties(readme_five_steps PROPERTIES TIMEOUT 300)
 
-# The README's eager five steps, as written, in a fresh directory with a fresh install of ./python
-# (tests/python/readme_eager_five_steps_test.py).
-add_test(NAME readme_eager_five_steps
+# The manual's eager five steps (the command line's --module path), as written, in a fresh directory
+# with a fresh install of ./python (tests/python/readme_eager_five_steps_test.py).
+add_test(NAME manual_eager_five_steps
          COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/readme_eager_five_steps_test.py
-                 --readme ${CMAKE_SOURCE_DIR}/README.md --package ${CMAKE_SOURCE_DIR}/python
+                 --readme ${CMAKE_SOURCE_DIR}/docs/manual.md --package ${CMAKE_SOURCE_DIR}/python
                  --acprof $<TARGET_FILE:acprof>)
-set_tests_properties(readme_eager_five_steps PROPERTIES TIMEOUT 300)
+set_tests_properties(manual_eager_five_steps PROPERTIES TIMEOUT 300)
+
+# The README's acprof.fit block, as written, in a fresh directory with a fresh install of ./python
+# (tests/python/readme_fit_test.py).
+add_test(NAME readme_fit
+         COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/readme_fit_test.py
+                 --readme ${CMAKE_SOURCE_DIR}/README.md --package ${CMAKE_SOURCE_DIR}/python)
+set_tests_properties(readme_fit PROPERTIES TIMEOUT 300)
 
 # Issue 36: the README is the front door, at most 200 lines; the reference is docs/manual.md.
 add_test(NAME readme_fits_two_hundred_lines

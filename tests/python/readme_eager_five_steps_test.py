@@ -1,8 +1,9 @@
-"""The README's "An eager module in five steps, no TorchScript", run as a user runs them: in a fresh
+"""The manual's "An eager module in five steps, no TorchScript" (docs/manual.md; the README's
+until acprof.fit took its place), run as a user runs them: in a fresh
 directory, with the acprof package freshly installed by pip, acprof on PATH and the Python that has
 torch as the `python3` on PATH (an activated environment).
 
-    readme_eager_five_steps_test.py --readme README.md --package python/ --acprof build/cli/acprof
+    readme_eager_five_steps_test.py --readme docs/manual.md --package python/ --acprof build/cli/acprof
 
 Every code block of the section runs as written, in order: a `python` block whose first line is
 `# name.py` is saved as that file, and `sh` blocks run line by line with bash. Two things are not
