@@ -59,7 +59,8 @@ TEST(PlannerBudget, AFractionWithoutAUnitSuggestsThePercentage) {
   }
 }
 
-TEST(PlannerBudget, GarbageZeroAndNegativeAreOneLineErrorsWithAnExample) {
+// They are usage errors (exit 2), as every mistake in the command line is.
+TEST(PlannerBudget, GarbageZeroAndNegativeAreOneLineUsageErrorsWithAnExample) {
   for (const char* text : {"", "   ", "GB", "six GB", "6XB", "6 GBs", "0", "0GB", "-1GB", "-5%", "0%", "0.1B",
                            "nan", "inf", "6G B"}) {
     try {
@@ -67,6 +68,7 @@ TEST(PlannerBudget, GarbageZeroAndNegativeAreOneLineErrorsWithAnExample) {
       ADD_FAILURE() << "accepted '" << text << "'";
     } catch (const BudgetError& e) {
       const std::string message = e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::Usage) << "a budget is a command-line argument: " << message;
       EXPECT_NE(message.find("6GB"), std::string::npos) << message;
       EXPECT_NE(message.find("60%"), std::string::npos) << message;
       EXPECT_EQ(message.find('\n'), std::string::npos) << message;

@@ -126,11 +126,24 @@ TEST(PlannerCli, ABudgetAboveThePeakSaysThatNothingNeedsRecomputing) {
   EXPECT_EQ(below.out.find("nothing needs recomputing"), std::string::npos) << below.out;
 }
 
+// A budget that is not a number is a mistake in the command line, like an
+// unknown option: exit 2 (usage), not 1, which is for files.
+TEST(PlannerCli, ABudgetThatIsNotANumberIsAUsageError) {
+  const std::string dir = makeScratchDir("plan-budget-usage");
+  writeChainProfile(dir);
+  const auto lots = runAcprof("plan --budget lots --outcome outcome.json", dir);
+  EXPECT_EQ(lots.exit_code, 2) << "exit code 2: usage\n" << lots.err;
+  EXPECT_EQ(lineCount(lots.err), 1) << lots.err;
+  EXPECT_NE(lots.err.find("budget 'lots'"), std::string::npos) << lots.err;
+  EXPECT_EQ(nlohmann::json::parse(readWholeFile(dir + "/outcome.json")).at("error").at("kind"), "usage");
+  EXPECT_FALSE(fs::exists(dir + "/plan.json"));
+}
+
 TEST(PlannerCli, BadBudgetDamagedAndOldProfilesAreOneLineErrors) {
   const std::string dir = makeScratchDir("plan-errors");
   const std::string profile = writeChainProfile(dir);
   auto bad_budget = runAcprof("plan --budget six", dir);
-  EXPECT_EQ(bad_budget.exit_code, 1);
+  EXPECT_EQ(bad_budget.exit_code, 2);
   auto unknown_option = runAcprof("plan --budget 60% --no-such-option", dir);
   EXPECT_EQ(unknown_option.exit_code, 2) << "exit code 2: usage";
   // The argument parser's errors are one line like every other, with the prefix and where help is.

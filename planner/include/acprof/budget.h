@@ -5,7 +5,8 @@
 //   60%                                     of the profiled peak (the simulated no-recompute peak)
 // Units are case-insensitive, a space may separate number and unit, a trailing
 // "B" alone means bytes, fractions are allowed and rounded down to whole bytes.
-// Zero, negative and unparsable budgets are errors.
+// Zero, negative and unparsable budgets are errors, of the usage kind (exit 2):
+// --budget is a command-line argument, and its fix is always to retype it.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,7 @@ namespace acprof {
 
 class BudgetError : public Error {
  public:
-  explicit BudgetError(const std::string& message) : Error(ErrorKind::BadInput, message) {}
+  explicit BudgetError(const std::string& message) : Error(ErrorKind::Usage, message) {}
 };
 
 // Bytes of a budget; `profiled_peak_bytes` resolves percentages. Throws BudgetError.
