@@ -203,10 +203,10 @@ def exact_search(options, work_dir: str) -> Dict:
     """The floor `acprof plan --solver optimal` reaches in --exact-search-seconds, whether it proved
     it optimal, and the peak it says no plan can go below (the floor itself when proven)."""
     seconds = options.exact_search_seconds
-    result = run_acprof(options, ["plan", "profile.json", "--budget", "1", "--solver", "optimal", "--time-limit",
+    result = run_acprof(options, ["plan", "profile.json", "--budget", "1B", "--solver", "optimal", "--time-limit",
                                   f"{seconds:g}", "-o", "exact_probe.json", "--outcome", "exact_probe.outcome.json"],
                         work_dir, "plan_exact_probe.log")
-    step = "plan --solver optimal --budget 1"
+    step = "plan --solver optimal --budget 1B"
     refused = infeasible_outcome(work_dir, result, "exact_probe.outcome.json")
     if refused is None or "search" not in refused:
         raise CommandFailed(step, error_line(result))

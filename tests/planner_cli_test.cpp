@@ -139,6 +139,24 @@ TEST(PlannerCli, ABudgetThatIsNotANumberIsAUsageError) {
   EXPECT_FALSE(fs::exists(dir + "/plan.json"));
 }
 
+// `--budget 60` is 60 bytes by the convention, far below the 1000 B of
+// weights the chain holds before its step: one usage line that asks whether
+// 60% was meant, in place of the floor's refusal; with a unit it is the
+// budget typed, and the refusal names the floor.
+TEST(PlannerCli, ABareBudgetBelowWhatTheStepStartsWithAsksForThePercentage) {
+  const std::string dir = makeScratchDir("plan-bare-budget");
+  writeChainProfile(dir);
+  const auto bare = runAcprof("plan --budget 60", dir);
+  EXPECT_EQ(bare.exit_code, 2) << "exit code 2: usage\n" << bare.err;
+  EXPECT_EQ(lineCount(bare.err), 1) << bare.err;
+  EXPECT_NE(bare.err.find("did you mean 60%?"), std::string::npos) << bare.err;
+  EXPECT_EQ(bare.out, "") << bare.out;
+  EXPECT_FALSE(fs::exists(dir + "/plan.json"));
+  const auto bytes = runAcprof("plan --budget 60B", dir);
+  EXPECT_EQ(bytes.exit_code, 3) << bytes.err;
+  EXPECT_EQ(bytes.err.find("did you mean"), std::string::npos) << bytes.err;
+}
+
 TEST(PlannerCli, BadBudgetDamagedAndOldProfilesAreOneLineErrors) {
   const std::string dir = makeScratchDir("plan-errors");
   const std::string profile = writeChainProfile(dir);
@@ -307,7 +325,7 @@ TEST(PlannerCli, AnInfeasibleBudgetsOutcomeAccountsForTheWholeFloorOfABackwardPe
   const auto profiled = runAcprof("profile '" + testModel("cnn_traced.pt") + "' --iters 1 -o profile.json", dir);
   ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
   const Profile profile = readProfileFile(dir + "/profile.json");
-  const auto refused = runAcprof("plan --budget 1 --outcome outcome.json", dir);
+  const auto refused = runAcprof("plan --budget 1B --outcome outcome.json", dir);
   ASSERT_EQ(refused.exit_code, 3) << refused.err;
   EXPECT_EQ(lineCount(refused.err), 1) << refused.err;
   EXPECT_FALSE(fs::exists(dir + "/plan.json"));
@@ -397,7 +415,7 @@ TEST(PlannerCli, DefaultFloorOfTheLoopedLmMeetsCheckpointingEveryIteration) {
   for (const NodeRange& r : every_iteration) ASSERT_EQ(simulator.segmentProblem(r), "");
   const int64_t per_iteration_peak = simulator.simulate(every_iteration).peak_bytes;
 
-  const auto floor = runAcprof("plan --budget 1 -o plan.json", dir);
+  const auto floor = runAcprof("plan --budget 1B -o plan.json", dir);
   ASSERT_EQ(floor.exit_code, 3) << floor.err;
   const size_t at = floor.err.find("(--budget ");
   ASSERT_NE(at, std::string::npos) << floor.err;

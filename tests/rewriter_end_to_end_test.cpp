@@ -102,7 +102,7 @@ class RewriteEndToEnd : public ::testing::TestWithParam<Case> {
 int64_t smallestReachablePeak(const fs::path& profile_path) {
   PlanRequest request;
   request.profile_path = profile_path.string();
-  request.budget_text = "1";
+  request.budget_text = "1B";
   try {
     planRecompute(readProfileFile(request.profile_path), request);
   } catch (const InfeasibleBudget& e) {

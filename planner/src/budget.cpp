@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "acprof/profile_format.h"
+
 namespace acprof {
 namespace {
 
@@ -39,7 +41,7 @@ double unitBytes(const std::string& unit) {
 
 }  // namespace
 
-int64_t parseBudget(const std::string& text, int64_t profiled_peak_bytes) {
+Budget parseBudget(const std::string& text, int64_t profiled_peak_bytes) {
   const std::string trimmed = trim(text);
   if (trimmed.empty()) fail(text, "is empty");
   const char* begin = trimmed.c_str();
@@ -63,7 +65,21 @@ int64_t parseBudget(const std::string& text, int64_t profiled_peak_bytes) {
                                   printable(text), number * 100, number * 100));
   if (bytes < 1) fail(text, "is less than one byte");
   if (bytes >= 9.2e18) fail(text, "is too large");
-  return static_cast<int64_t>(bytes);
+  return Budget{static_cast<int64_t>(bytes), unit.empty()};
+}
+
+void checkBareBudget(const std::string& text, const Budget& budget, int64_t bytes_before_step) {
+  if (!budget.bare_number || budget.bytes >= bytes_before_step) return;
+  const std::string number = trim(text);
+  throw BudgetError(fmt::format("budget '{}' has no unit, so it is {} B, below the {} the step holds before it "
+                                "begins (weights, inputs), which every plan keeps: did you mean {}%? (or {}GB, {}MiB)",
+                                printable(number), budget.bytes, formatBytes(bytes_before_step), printable(number),
+                                printable(number), printable(number)));
+}
+
+bool isBudgetUnit(const std::string& word) {
+  const std::string unit = lowercase(trim(word));
+  return unit == "%" || (!unit.empty() && unitBytes(unit) != 0);
 }
 
 }  // namespace acprof
