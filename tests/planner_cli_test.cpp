@@ -157,6 +157,30 @@ TEST(PlannerCli, ABareBudgetBelowWhatTheStepStartsWithAsksForThePercentage) {
   EXPECT_EQ(bytes.err.find("did you mean"), std::string::npos) << bytes.err;
 }
 
+// An unquoted `--budget 60 %` (or `6 GB`) gives the unit as a word of its
+// own, which would be opened as the profile: one usage line that says to write
+// the budget as one word, wherever the profile stands, and nothing written.
+TEST(PlannerCli, ABudgetGivenAsTwoWordsSaysToWriteItAsOne) {
+  const std::string dir = makeScratchDir("plan-two-word-budget");
+  writeChainProfile(dir);
+  for (const auto& [command, fix] : std::vector<std::pair<std::string, std::string>>{
+           {"plan --budget 60 %", "--budget 60%"},
+           {"plan profile.json --budget 60 %", "--budget 60%"},
+           {"plan --budget 60 % profile.json", "--budget 60%"},
+           {"plan --budget 1.5 KiB", "--budget 1.5KiB"}}) {
+    const auto result = runAcprof(command, dir);
+    EXPECT_EQ(result.exit_code, 2) << command << "\n" << result.err;
+    EXPECT_EQ(lineCount(result.err), 1) << result.err;
+    EXPECT_NE(result.err.find("write it as one word: " + fix), std::string::npos) << command << "\n" << result.err;
+    EXPECT_EQ(result.err.find("cannot open"), std::string::npos) << result.err;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/plan.json"));
+  // Two words that are not a unit are two profiles: usage too, naming both.
+  const auto two = runAcprof("plan profile.json other.json --budget 60%", dir);
+  EXPECT_EQ(two.exit_code, 2) << two.err;
+  EXPECT_NE(two.err.find("'profile.json' and 'other.json'"), std::string::npos) << two.err;
+}
+
 TEST(PlannerCli, BadBudgetDamagedAndOldProfilesAreOneLineErrors) {
   const std::string dir = makeScratchDir("plan-errors");
   const std::string profile = writeChainProfile(dir);
