@@ -63,8 +63,10 @@ def last_line(text: str) -> str:
 
 
 def error_line(result: subprocess.CompletedProcess) -> str:
-    """The one line that says why a command failed: acprof prints `acprof: error: ...` last."""
-    line = last_line(result.stderr) or last_line(result.stdout)
+    """The one line that says why a command failed: acprof's `acprof: error: ...` (an infeasible
+    budget's floor table follows it), else the last line of the output."""
+    errors = [line.strip() for line in result.stderr.splitlines() if line.startswith("acprof: error: ")]
+    line = errors[-1] if errors else last_line(result.stderr) or last_line(result.stdout)
     if result.returncode < 0:  # e.g. SIGKILL from the kernel when memory ran out
         return f"killed by signal {-result.returncode}" + (f" (last output: {line})" if line else "")
     return line.replace("acprof: error: ", "", 1) or f"exit status {result.returncode}, no output"
