@@ -292,6 +292,8 @@ def measured_step_times(time: Optional[Dict]) -> Dict:
              "time_rounds": time["pairs"]}
     if time["extra_share_error"] is not None:
         times["measured_extra_error"] = time["extra_share_error"]  # the median's standard error, share of the step
+    if "verdict" in time:  # inconclusive: a limit ended the pairs before the standard error came within 2 %
+        times["measured_extra_verdict"] = time["verdict"]
     return times
 
 
