@@ -201,7 +201,7 @@ std::string timeLine(const Plan& plan, const StepTimes& times) {
                                 : std::string("too few for a standard error");
   if (times.verdict == TimingVerdict::Inconclusive) {
     // More pairs help where they are few; past the pair limit's worth (on the
-    // 2-core test machine beside a build, 10-17 pairs of 14 ms steps left 5-54 %)
+    // 2-core test machine beside a build, 10-17 pairs of 10-17 ms steps left 4.8-54 %)
     // the machine is too busy for any number of them.
     const int wanted = pairsForPreciseTiming(times.extra_share_error, times.rounds);
     const std::string more = times.stopped_by == TimingStop::PairLimit || wanted > kMostTimedRounds
