@@ -41,7 +41,7 @@ double unitBytes(const std::string& unit) {
 
 }  // namespace
 
-Budget parseBudget(const std::string& text, int64_t profiled_peak_bytes) {
+int64_t parseBudget(const std::string& text, int64_t profiled_peak_bytes) {
   const std::string trimmed = trim(text);
   if (trimmed.empty()) fail(text, "is empty");
   const char* begin = trimmed.c_str();
@@ -65,15 +65,20 @@ Budget parseBudget(const std::string& text, int64_t profiled_peak_bytes) {
                                   printable(text), number * 100, number * 100));
   if (bytes < 1) fail(text, "is less than one byte");
   if (bytes >= 9.2e18) fail(text, "is too large");
-  return Budget{static_cast<int64_t>(bytes), unit.empty()};
+  return static_cast<int64_t>(bytes);
 }
 
-void checkBareBudget(const std::string& text, const Budget& budget, int64_t bytes_before_step) {
-  if (!budget.bare_number || budget.bytes >= bytes_before_step) return;
+void checkBareBudget(const std::string& text, int64_t bytes_before_step) {
   const std::string number = trim(text);
+  char* number_end = nullptr;
+  std::strtod(number.c_str(), &number_end);
+  if (number_end == number.c_str() || !trim(std::string(number_end)).empty()) return;  // no number, or a unit
+  // A bare number is bytes whatever the profiled peak: parse it as parseBudget does.
+  const int64_t bytes = parseBudget(text, 0);
+  if (bytes >= bytes_before_step) return;
   throw BudgetError(fmt::format("budget '{}' has no unit, so it is {} B, below the {} the step holds before it "
                                 "begins (weights, inputs), which every plan keeps: did you mean {}%? (or {}GB, {}MiB)",
-                                printable(number), budget.bytes, formatBytes(bytes_before_step), printable(number),
+                                printable(number), bytes, formatBytes(bytes_before_step), printable(number),
                                 printable(number), printable(number)));
 }
 

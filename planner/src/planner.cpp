@@ -43,9 +43,8 @@ Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, in
 
 Plan planRecompute(const Profile& profile, const PlanRequest& request, SearchReport* search) {
   const Simulator simulator(profile);
-  const Budget budget = parseBudget(request.budget_text, simulator.baseline().peak_bytes);
-  checkBareBudget(request.budget_text, budget, bytesBeforeStep(profile));
-  const int64_t budget_bytes = budget.bytes;
+  const int64_t budget_bytes = parseBudget(request.budget_text, simulator.baseline().peak_bytes);
+  checkBareBudget(request.budget_text, bytesBeforeStep(profile));
   const SolverResult solution = solveRecompute(simulator, request.solver, budget_bytes, request.time_limit_s);
   if (!fitsBudget(solution, budget_bytes)) throw infeasibleBudget(simulator, solution, budget_bytes);
   if (search) *search = solution.search;

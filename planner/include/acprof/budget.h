@@ -24,15 +24,8 @@ class BudgetError : public Error {
   explicit BudgetError(const std::string& message) : Error(ErrorKind::Usage, message) {}
 };
 
-// A budget as read: its bytes, and whether it was a bare number (no unit, no
-// %), which the convention reads as bytes.
-struct Budget {
-  int64_t bytes = 0;
-  bool bare_number = false;
-};
-
-// `profiled_peak_bytes` resolves percentages. Throws BudgetError.
-Budget parseBudget(const std::string& text, int64_t profiled_peak_bytes);
+// Bytes of a budget; `profiled_peak_bytes` resolves percentages. Throws BudgetError.
+int64_t parseBudget(const std::string& text, int64_t profiled_peak_bytes);
 
 // Note: [a bare budget below the step's start]
 // A percentage or unit left off ("--budget 60") reads as a few bytes, which no
@@ -44,8 +37,8 @@ Budget parseBudget(const std::string& text, int64_t profiled_peak_bytes);
 // refused as a usage error that asks "did you mean 60%?". A number with a unit
 // ("1B", as scripts probing for the floor write it) is taken as typed, and a
 // bare number at or above those bytes is bytes, as the convention says.
-// Throws BudgetError where `budget` is such a slip.
-void checkBareBudget(const std::string& text, const Budget& budget, int64_t bytes_before_step);
+// Throws BudgetError where `text`, a budget parseBudget reads, is such a slip.
+void checkBareBudget(const std::string& text, int64_t bytes_before_step);
 
 // Whether `word` alone is a unit of the convention ("%", "GB", "MiB", "b"):
 // what a budget typed as two words (`--budget 60 %`) leaves behind.
