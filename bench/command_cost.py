@@ -33,7 +33,7 @@ def timed(command, **kwargs):
 def floor_bytes(acprof, profile, work):
     outcome = os.path.join(work, "floor.json")
     # Budget 1 B is infeasible on every model; the outcome carries the floor as data.
-    subprocess.run([acprof, "plan", profile, "--budget", "1", "-o", os.path.join(work, "none.json"),
+    subprocess.run([acprof, "plan", profile, "--budget", "1B", "-o", os.path.join(work, "none.json"),
                     "--outcome", outcome], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return json.load(open(outcome))["floor"]["peak_bytes"]
 

@@ -1,9 +1,12 @@
 // acprof plan: choose what to recompute so that a training step fits a budget.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "acprof/budget.h"
 #include "acprof/error.h"
 #include "acprof/files.h"
 #include "acprof/plan_format.h"
@@ -19,6 +22,7 @@ namespace {
 
 struct PlanArgs {
   std::string profile_path = "profile.json";
+  std::string second_word;  // a positional after the profile: what `--budget 60 %` leaves (checkOneWordBudget)
   std::string budget;
   std::string solver = "auto";
   double time_limit_s = kDefaultSearchSeconds;
@@ -41,7 +45,23 @@ Profile readProfileOf(const std::string& path) {
   return readProfileFile(path);
 }
 
-void runPlan(const PlanArgs& args) {
+// `--budget 60 %` reaches us as --budget 60 and a positional '%', which would
+// be opened as the profile ("%: cannot open the file"). A positional that is
+// a unit of the budget convention and no file is the budget's second word.
+void checkOneWordBudget(const PlanArgs& args, const std::vector<std::string>& positionals) {
+  for (const std::string& word : positionals) {
+    if (args.budget.empty() || !isBudgetUnit(word) || std::filesystem::exists(word)) continue;
+    throw Error(ErrorKind::Usage, fmt::format("--budget {} {}: the budget came as two words, so '{}' was taken for "
+                                              "the profile; write it as one word: --budget {}{}",
+                                              args.budget, word, word, args.budget, word));
+  }
+  if (positionals.size() > 1)
+    throw Error(ErrorKind::Usage, fmt::format("'{}' and '{}' are both given as the profile; pass one profile.json",
+                                              positionals[0], positionals[1]));
+}
+
+void runPlan(const PlanArgs& args, const std::vector<std::string>& positionals) {
+  checkOneWordBudget(args, positionals);
   if (args.budget.empty() && !args.sweep)
     throw Error(ErrorKind::Usage,
                 "acprof plan needs --budget (6GB, 512MiB or 60% of the profiled peak), or --sweep to see what each "
@@ -104,12 +124,27 @@ std::string solverHelpText() {
   return text;
 }
 
+// CLI11 2.1 lists a hidden positional in the usage line as "[]"; the second
+// word is no argument of plan's, only caught to be named.
+class UsageWithoutHiddenPositionals : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    std::string usage = CLI::Formatter::make_usage(app, std::move(name));
+    for (size_t at; (at = usage.find(" []")) != std::string::npos;) usage.erase(at, 3);
+    return usage;
+  }
+};
+
 }  // namespace
 
 void addPlanCommand(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand("plan", "Choose activations to recompute so a training step fits a budget");
-  cmd->add_option("profile", args->profile_path, "profile written by 'acprof profile' (default profile.json)");
+  CLI::Option* profile =
+      cmd->add_option("profile", args->profile_path, "profile written by 'acprof profile' (default profile.json)");
+  // Hidden: a second word, kept to say what it is (checkOneWordBudget) instead of "not expected".
+  CLI::Option* second_word = cmd->add_option("second-word", args->second_word)->group("");
+  cmd->formatter(std::make_shared<UsageWithoutHiddenPositionals>());
   cmd->add_option("--budget", args->budget,
                   "peak memory to fit: bytes, 6GB / 1.5TB (powers of 1000), 512MiB / 6GiB (powers of 1024), "
                   "or 60% of the profiled peak (required unless --sweep)");
@@ -123,7 +158,12 @@ void addPlanCommand(CLI::App& app) {
                 "print the trade-off between peak and extra time from no recompute to the floor (--solver at 16 "
                 "budgets, chen and per-block marked) and draw it as SVG; with --budget the plan records it too");
   cmd->add_option("--sweep-svg", args->sweep_svg, "where --sweep draws the trade-off (default frontier.svg)");
-  cmd->callback([args] { runPlan(*args); });
+  cmd->callback([args, profile, second_word] {
+    std::vector<std::string> positionals;
+    if (profile->count() > 0) positionals.push_back(args->profile_path);
+    if (second_word->count() > 0) positionals.push_back(args->second_word);
+    runPlan(*args, positionals);
+  });
 }
 
 }  // namespace acprof::cli

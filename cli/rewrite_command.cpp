@@ -177,13 +177,41 @@ std::string verificationLine(const VerificationResult& v) {
                      v.gradients_compared, v.buffers_compared);
 }
 
+// Why the pairs stopped, in the time line's words, for an extra time they
+// left inconclusive (a precise stop is never that).
+std::string timingStopWords(TimingStop stop) {
+  switch (stop) {
+    case TimingStop::Precise: return "precise";
+    case TimingStop::TimeLimit: return fmt::format("ended by the {:g} s limit", kMostTimedSeconds);
+    case TimingStop::StepBudget: return fmt::format("ended by the rewrite's budget of {:g} steps", kRewriteStepBudget);
+    case TimingStop::PairLimit: return "ended by the pair limit";
+  }
+  return "";
+}
+
 // The plan's extra time against the one measured: both as shares of the
-// original step, so that a slower or faster machine state cancels out.
+// original step, so that a slower or faster machine state cancels out. Where
+// the pairs left it inconclusive (Note: [an inconclusive extra time],
+// rewriter.h), the line says so in place of the number, why the pairs ended,
+// and how to time more.
 std::string timeLine(const Plan& plan, const StepTimes& times) {
   const double predicted = plan.baseline_iteration_time_us > 0 ? 100.0 * plan.extra_time_us / plan.baseline_iteration_time_us : 0;
   const std::string error = times.extra_share_error
                                 ? fmt::format("standard error {:.1f}%", 100.0 * *times.extra_share_error)
                                 : std::string("too few for a standard error");
+  if (times.verdict == TimingVerdict::Inconclusive) {
+    // More pairs help where they are few; past the pair limit's worth (on the
+    // 2-core test machine beside a build, 10-17 pairs of 10-17 ms steps left 4.8-54 %)
+    // the machine is too busy for any number of them.
+    const int wanted = pairsForPreciseTiming(times.extra_share_error, times.rounds);
+    const std::string more = times.stopped_by == TimingStop::PairLimit || wanted > kMostTimedRounds
+                                 ? std::string("time it on a quieter machine")
+                                 : fmt::format("--time-rounds {} times more", wanted);
+    return fmt::format("time: step before {:.1f} ms, after inconclusive, extra inconclusive ({} alternated pairs, {}, "
+                       "over the {:g}% bound, {}; {}), predicted {:+.1f}%",
+                       times.original_us / 1000, times.rounds, error, 100 * kTimedStandardError,
+                       timingStopWords(times.stopped_by), more, predicted);
+  }
   // "after" is the original's median step at the measured extra share, so the
   // line agrees with itself: the two models' own medians, taken apart, need not
   // (a busy moment stretches one model's steps and not the other's).
@@ -251,7 +279,8 @@ nlohmann::json rewriteResultJson(const Plan& plan, const RewriteResult& result, 
             {"extra_share_error", times->extra_share_error ? nlohmann::json(*times->extra_share_error) : nlohmann::json()},
             {"pairs", times->rounds},
             {"timed_seconds", times->timed_seconds},
-            {"stopped_by", timingStopName(times->stopped_by)}};
+            {"stopped_by", timingStopName(times->stopped_by)},
+            {"verdict", times->verdict == TimingVerdict::Conclusive ? "conclusive" : "inconclusive"}};
   }
   const double predicted_share =
       plan.baseline_iteration_time_us > 0 ? plan.extra_time_us / plan.baseline_iteration_time_us : 0;
@@ -358,7 +387,9 @@ void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchsc
   const Profile after = profileRewrittenModel(before->meta, result.output_path, pair.get(), options.progress);
   pair.reset();
   std::optional<MeasuredStepTime> measured;
-  if (times) measured = MeasuredStepTime{times->original_us, times->extra_share, times->extra_share_error, times->rounds};
+  if (times)
+    measured = MeasuredStepTime{times->original_us, times->extra_share, times->extra_share_error, times->rounds,
+                                times->verdict == TimingVerdict::Conclusive};
   report->makeDir();
   writeProfileFile(*before, report->before);
   writeProfileFile(after, report->after);

@@ -79,8 +79,10 @@ int runApp(CLI::App& app, int argc, char** argv, const InternalErrorText& intern
                                                     command.empty() ? "" : " " + command));
     return finish(exitCodeOf(ErrorKind::Usage), errorKindName(ErrorKind::Usage), line, &e);
   } catch (const Error& e) {
-    // Libraries throw one-line errors that already name the problem and the fix.
+    // Libraries throw one-line errors that already name the problem and the
+    // fix; the few lines some add after it (Error::detail) follow it as given.
     const std::string line = printError(e.what());
+    std::cerr << e.detail() << std::flush;
     return finish(exitCodeOf(e.kind()), errorKindName(e.kind()), line, &e);
   } catch (const std::exception& e) {
     // Anything else escaped a library that should have said what the user can

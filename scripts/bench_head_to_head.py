@@ -433,7 +433,7 @@ def budget_rows(acprof: str, work: str, engine: str, budgets: List[str], profile
     """The floor of work/profile.json, which `acprof plan --outcome` names when no plan fits 1
     byte, and (budget, tag, row) for each of `budgets`, for each peer's peak ratio (that share of
     acprof's profiled peak: acprof asked for exactly the peak the peer reached), and for that floor."""
-    run_acprof(acprof, ["plan", "profile.json", "--budget", "1", "-o", "plan-floor.json",
+    run_acprof(acprof, ["plan", "profile.json", "--budget", "1B", "-o", "plan-floor.json",
                         "--outcome", "outcome-floor.json"], work, allowed=(3,))
     floor_bytes = read_json(os.path.join(work, "outcome-floor.json"))["floor"]["peak_bytes"]
     rows = [(budget, budget.rstrip("%"), Row(engine, f"acprof {budget}")) for budget in budgets]

@@ -179,7 +179,7 @@ e2e() {
       mv profile.log profile-cupti.log
       s=$(run profile profile model.pt --device "$device"); [ "$s" = 0 ] || { echo "profile exit $s"; exit 0; }
     fi
-    run floor plan --budget 1 -o plan-floor-probe.json > /dev/null   # exit 3; the outcome holds the floor
+    run floor plan --budget 1B -o plan-floor-probe.json > /dev/null   # exit 3; the outcome holds the floor
     floor=$("$python" -c 'import json; print(json.load(open("floor.outcome.json"))["floor"]["peak_bytes"])' 2>/dev/null)
     s=$(run plan60 plan --budget 60% -o plan60.json)
     if [ "$s" = 0 ]; then

@@ -26,7 +26,7 @@ measurement on the CPU reference models, which issue 10 asks to hold within 10 %
 For each model and export mode (traced, scripted) the driver
   1. exports it (scripts/zoo_export.py, a separate process per model);
   2. runs `acprof profile`;
-  3. finds the floor: `acprof plan --budget 1% --outcome F` fails, and F names the smallest peak it reached;
+  3. finds the floor: `acprof plan --budget 1B --outcome F` fails, and F names the smallest peak it reached;
   4. for the budgets 70 % and near the floor (near_floor_budget): `acprof plan`, then
      `acprof rewrite` (verified);
 and records, per model, a JSON file in the results directory (default build/zoo/). A model whose

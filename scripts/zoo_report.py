@@ -49,7 +49,14 @@ def time_cell(outcome: Optional[Dict]) -> str:
     shares = time_shares(outcome) if outcome and "verification" in outcome else None
     if shares is None:
         return "–"
+    if inconclusive(outcome):
+        return f"{format_percent(shares[0], True)} / inconclusive" + measured_error_suffix(outcome)
     return f"{format_percent(shares[0], True)} / {format_percent(shares[1], True)}" + measured_error_suffix(outcome)
+
+
+def inconclusive(outcome: Dict) -> bool:
+    """Whether `acprof rewrite` called the measured extra time inconclusive (its outcome's time.verdict)."""
+    return outcome.get("measured_extra_verdict") == "inconclusive"
 
 
 def verification_cell(record: Dict) -> str:
@@ -249,12 +256,16 @@ def write_docs(path: str, records: List[Dict], versions: Dict, selection: str, j
     failures = [line for r in ran for line in failure_lines(r)]
     lines += ["", "## Failures", ""] + (failures or ["None."])
 
-    timed = [(r["id"], o["label"], shares, o) for r in ran for o in r["budgets"].values()
-             if "verification" in o and (shares := time_shares(o)) is not None]
+    measured = [(r["id"], o["label"], shares, o) for r in ran for o in r["budgets"].values()
+                if "verification" in o and (shares := time_shares(o)) is not None]
+    timed = [entry for entry in measured if not inconclusive(entry[3])]
     off = [entry for entry in timed if abs(entry[2][0] - entry[2][1]) > TIME_ERROR_GOAL]
+    left_out = len(measured) - len(timed)
     lines += ["", f"## Extra time off by more than {TIME_ERROR_GOAL:.0%} of the step", "",
               f"{len(timed) - len(off)} of {len(timed)} verified rewrites predict their extra time within "
-              f"{TIME_ERROR_GOAL:.0%} of the step; the others:", ""]
+              f"{TIME_ERROR_GOAL:.0%} of the step"
+              + (f" ({left_out} more measured an inconclusive extra time and are left out)" if left_out else "")
+              + "; the others:", ""]
     lines += [f"- `{i}` at {label}: predicted {format_percent(p, True)}, measured {format_percent(m, True)}"
               + measured_error_suffix(o) for i, label, (p, m), o in off] or ["None."]
 

@@ -63,8 +63,10 @@ def last_line(text: str) -> str:
 
 
 def error_line(result: subprocess.CompletedProcess) -> str:
-    """The one line that says why a command failed: acprof prints `acprof: error: ...` last."""
-    line = last_line(result.stderr) or last_line(result.stdout)
+    """The one line that says why a command failed: acprof's `acprof: error: ...` (an infeasible
+    budget's floor table follows it), else the last line of the output."""
+    errors = [line.strip() for line in result.stderr.splitlines() if line.startswith("acprof: error: ")]
+    line = errors[-1] if errors else last_line(result.stderr) or last_line(result.stdout)
     if result.returncode < 0:  # e.g. SIGKILL from the kernel when memory ran out
         return f"killed by signal {-result.returncode}" + (f" (last output: {line})" if line else "")
     return line.replace("acprof: error: ", "", 1) or f"exit status {result.returncode}, no output"
@@ -203,10 +205,10 @@ def exact_search(options, work_dir: str) -> Dict:
     """The floor `acprof plan --solver optimal` reaches in --exact-search-seconds, whether it proved
     it optimal, and the peak it says no plan can go below (the floor itself when proven)."""
     seconds = options.exact_search_seconds
-    result = run_acprof(options, ["plan", "profile.json", "--budget", "1", "--solver", "optimal", "--time-limit",
+    result = run_acprof(options, ["plan", "profile.json", "--budget", "1B", "--solver", "optimal", "--time-limit",
                                   f"{seconds:g}", "-o", "exact_probe.json", "--outcome", "exact_probe.outcome.json"],
                         work_dir, "plan_exact_probe.log")
-    step = "plan --solver optimal --budget 1"
+    step = "plan --solver optimal --budget 1B"
     refused = infeasible_outcome(work_dir, result, "exact_probe.outcome.json")
     if refused is None or "search" not in refused:
         raise CommandFailed(step, error_line(result))
@@ -290,6 +292,8 @@ def measured_step_times(time: Optional[Dict]) -> Dict:
              "time_rounds": time["pairs"]}
     if time["extra_share_error"] is not None:
         times["measured_extra_error"] = time["extra_share_error"]  # the median's standard error, share of the step
+    if "verdict" in time:  # inconclusive: a limit ended the pairs before the standard error came within 2 %
+        times["measured_extra_verdict"] = time["verdict"]
     return times
 
 

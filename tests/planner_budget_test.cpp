@@ -59,7 +59,8 @@ TEST(PlannerBudget, AFractionWithoutAUnitSuggestsThePercentage) {
   }
 }
 
-TEST(PlannerBudget, GarbageZeroAndNegativeAreOneLineErrorsWithAnExample) {
+// They are usage errors (exit 2), as every mistake in the command line is.
+TEST(PlannerBudget, GarbageZeroAndNegativeAreOneLineUsageErrorsWithAnExample) {
   for (const char* text : {"", "   ", "GB", "six GB", "6XB", "6 GBs", "0", "0GB", "-1GB", "-5%", "0%", "0.1B",
                            "nan", "inf", "6G B"}) {
     try {
@@ -67,11 +68,47 @@ TEST(PlannerBudget, GarbageZeroAndNegativeAreOneLineErrorsWithAnExample) {
       ADD_FAILURE() << "accepted '" << text << "'";
     } catch (const BudgetError& e) {
       const std::string message = e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::Usage) << "a budget is a command-line argument: " << message;
       EXPECT_NE(message.find("6GB"), std::string::npos) << message;
       EXPECT_NE(message.find("60%"), std::string::npos) << message;
       EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     }
   }
+}
+
+// Note: [a bare budget below the step's start] (budget.h). Below the bytes
+// the step starts with (here 1000), a bare number is refused as a usage error
+// that names the percentage it likely meant; at or above them, or with a unit
+// or percent sign (a space between or not), it stands.
+TEST(PlannerBudget, ABareNumberBelowWhatTheStepStartsWithAsksForThePercentage) {
+  constexpr int64_t kBeforeStep = 1000;
+  try {
+    checkBareBudget("60", kBeforeStep);
+    FAIL() << "a bare 60 below 1000 bytes before the step was accepted";
+  } catch (const BudgetError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
+    EXPECT_NE(message.find("did you mean 60%?"), std::string::npos) << message;
+    EXPECT_NE(message.find("1000 B"), std::string::npos) << "names what the step starts with: " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_LT(message.size(), 200u) << message;
+  }
+  EXPECT_THROW(checkBareBudget("999", kBeforeStep), BudgetError);
+  EXPECT_NO_THROW(checkBareBudget("1000", kBeforeStep));
+  EXPECT_NO_THROW(checkBareBudget("60B", kBeforeStep));
+  EXPECT_NO_THROW(checkBareBudget("1B", kBeforeStep));
+  for (const char* text : {"60%", "60 %", "60 b", "6GB", "512MiB", "64K"})
+    EXPECT_NO_THROW(checkBareBudget(text, kBeforeStep)) << text;
+  EXPECT_THROW(checkBareBudget(" 60 ", kBeforeStep), BudgetError);
+  // A profile that holds nothing before its step leaves every bare number bytes.
+  EXPECT_NO_THROW(checkBareBudget("1", 0));
+}
+
+// What `--budget 60 %` leaves behind as a second word is a unit; a profile's
+// name or a number is not.
+TEST(PlannerBudget, AUnitAloneIsRecognisedAsOne) {
+  for (const char* word : {"%", "B", "b", "GB", "gib", "MiB", "K", "TB"}) EXPECT_TRUE(isBudgetUnit(word)) << word;
+  for (const char* word : {"", "60", "60%", "profile.json", "GBs", "x", "%%"}) EXPECT_FALSE(isBudgetUnit(word)) << word;
 }
 
 }  // namespace

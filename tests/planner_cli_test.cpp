@@ -88,14 +88,27 @@ TEST(PlannerCli, RefusesToOverwriteTheProfile) {
   EXPECT_EQ(readWholeFile(profile), before);
 }
 
-TEST(PlannerCli, InfeasibleBudgetIsOneLineAndWritesNothing) {
+// The first line of stderr until its newline.
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Below the chain's floor of 1400 B: the error is one line under 200
+// characters with the budget (1300 B), the floor and the fixes, then a short
+// table of what the floor is made of: a line naming its step and one per
+// category live there (weight, activation, temporary, output). Nothing written.
+TEST(PlannerCli, AnInfeasibleBudgetIsOneShortLineThenTheFloorsMakeUp) {
   const std::string dir = makeScratchDir("plan-infeasible");
   writeChainProfile(dir);
   const auto result = runAcprof("plan profile.json --budget 1300 -o out.json", dir);
   EXPECT_EQ(result.exit_code, 3) << "exit code 3: infeasible budget";
-  EXPECT_EQ(lineCount(result.err), 1) << result.err;
-  EXPECT_NE(result.err.find("acprof: error: budget 1.27 KiB"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("raise the budget to at least"), std::string::npos) << result.err;
+  const std::string line = firstLine(result.err);
+  EXPECT_EQ(line.rfind("acprof: error: budget 1.27 KiB is below the floor, 1.37 KiB", 0), 0u) << result.err;
+  EXPECT_LT(line.size() - std::string("acprof: error: ").size(), 200u) << line;
+  EXPECT_NE(line.find("--budget 1400 or more"), std::string::npos) << line;
+  EXPECT_NE(line.find("acprof plan --sweep"), std::string::npos) << line;
+  EXPECT_EQ(lineCount(result.err), 1 + 1 + 4) << result.err;
+  EXPECT_NE(result.err.find("\nthe floor, 1.37 KiB, at backward step"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("\n  weight              1000 B  no recompute removes it\n"), std::string::npos)
+      << result.err;
   EXPECT_FALSE(fs::exists(dir + "/out.json"));
 }
 
@@ -126,11 +139,66 @@ TEST(PlannerCli, ABudgetAboveThePeakSaysThatNothingNeedsRecomputing) {
   EXPECT_EQ(below.out.find("nothing needs recomputing"), std::string::npos) << below.out;
 }
 
+// A budget that is not a number is a mistake in the command line, like an
+// unknown option: exit 2 (usage), not 1, which is for files.
+TEST(PlannerCli, ABudgetThatIsNotANumberIsAUsageError) {
+  const std::string dir = makeScratchDir("plan-budget-usage");
+  writeChainProfile(dir);
+  const auto lots = runAcprof("plan --budget lots --outcome outcome.json", dir);
+  EXPECT_EQ(lots.exit_code, 2) << "exit code 2: usage\n" << lots.err;
+  EXPECT_EQ(lineCount(lots.err), 1) << lots.err;
+  EXPECT_NE(lots.err.find("budget 'lots'"), std::string::npos) << lots.err;
+  EXPECT_EQ(nlohmann::json::parse(readWholeFile(dir + "/outcome.json")).at("error").at("kind"), "usage");
+  EXPECT_FALSE(fs::exists(dir + "/plan.json"));
+}
+
+// `--budget 60` is 60 bytes by the convention, far below the 1000 B of
+// weights the chain holds before its step: one usage line that asks whether
+// 60% was meant, in place of the floor's refusal; with a unit it is the
+// budget typed, and the refusal names the floor.
+TEST(PlannerCli, ABareBudgetBelowWhatTheStepStartsWithAsksForThePercentage) {
+  const std::string dir = makeScratchDir("plan-bare-budget");
+  writeChainProfile(dir);
+  const auto bare = runAcprof("plan --budget 60", dir);
+  EXPECT_EQ(bare.exit_code, 2) << "exit code 2: usage\n" << bare.err;
+  EXPECT_EQ(lineCount(bare.err), 1) << bare.err;
+  EXPECT_NE(bare.err.find("did you mean 60%?"), std::string::npos) << bare.err;
+  EXPECT_EQ(bare.out, "") << bare.out;
+  EXPECT_FALSE(fs::exists(dir + "/plan.json"));
+  const auto bytes = runAcprof("plan --budget 60B", dir);
+  EXPECT_EQ(bytes.exit_code, 3) << bytes.err;
+  EXPECT_EQ(bytes.err.find("did you mean"), std::string::npos) << bytes.err;
+}
+
+// An unquoted `--budget 60 %` (or `6 GB`) gives the unit as a word of its
+// own, which would be opened as the profile: one usage line that says to write
+// the budget as one word, wherever the profile stands, and nothing written.
+TEST(PlannerCli, ABudgetGivenAsTwoWordsSaysToWriteItAsOne) {
+  const std::string dir = makeScratchDir("plan-two-word-budget");
+  writeChainProfile(dir);
+  for (const auto& [command, fix] : std::vector<std::pair<std::string, std::string>>{
+           {"plan --budget 60 %", "--budget 60%"},
+           {"plan profile.json --budget 60 %", "--budget 60%"},
+           {"plan --budget 60 % profile.json", "--budget 60%"},
+           {"plan --budget 1.5 KiB", "--budget 1.5KiB"}}) {
+    const auto result = runAcprof(command, dir);
+    EXPECT_EQ(result.exit_code, 2) << command << "\n" << result.err;
+    EXPECT_EQ(lineCount(result.err), 1) << result.err;
+    EXPECT_NE(result.err.find("write it as one word: " + fix), std::string::npos) << command << "\n" << result.err;
+    EXPECT_EQ(result.err.find("cannot open"), std::string::npos) << result.err;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/plan.json"));
+  // Two words that are not a unit are two profiles: usage too, naming both.
+  const auto two = runAcprof("plan profile.json other.json --budget 60%", dir);
+  EXPECT_EQ(two.exit_code, 2) << two.err;
+  EXPECT_NE(two.err.find("'profile.json' and 'other.json'"), std::string::npos) << two.err;
+}
+
 TEST(PlannerCli, BadBudgetDamagedAndOldProfilesAreOneLineErrors) {
   const std::string dir = makeScratchDir("plan-errors");
   const std::string profile = writeChainProfile(dir);
   auto bad_budget = runAcprof("plan --budget six", dir);
-  EXPECT_EQ(bad_budget.exit_code, 1);
+  EXPECT_EQ(bad_budget.exit_code, 2);
   auto unknown_option = runAcprof("plan --budget 60% --no-such-option", dir);
   EXPECT_EQ(unknown_option.exit_code, 2) << "exit code 2: usage";
   // The argument parser's errors are one line like every other, with the prefix and where help is.
@@ -294,21 +362,24 @@ TEST(PlannerCli, AnInfeasibleBudgetsOutcomeAccountsForTheWholeFloorOfABackwardPe
   const auto profiled = runAcprof("profile '" + testModel("cnn_traced.pt") + "' --iters 1 -o profile.json", dir);
   ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
   const Profile profile = readProfileFile(dir + "/profile.json");
-  const auto refused = runAcprof("plan --budget 1 --outcome outcome.json", dir);
+  const auto refused = runAcprof("plan --budget 1B --outcome outcome.json", dir);
   ASSERT_EQ(refused.exit_code, 3) << refused.err;
-  EXPECT_EQ(lineCount(refused.err), 1) << refused.err;
   EXPECT_FALSE(fs::exists(dir + "/plan.json"));
 
   const nlohmann::json outcome = nlohmann::json::parse(readWholeFile(dir + "/outcome.json"));
   EXPECT_EQ(outcome.at("exit_code"), 3);
   EXPECT_EQ(outcome.at("error").at("kind"), "infeasible_budget");
-  EXPECT_EQ(outcome.at("error").at("message").get<std::string>() + "\n", refused.err.substr(15));
+  // The message is the error's line; the table after it is for people.
+  EXPECT_EQ("acprof: error: " + outcome.at("error").at("message").get<std::string>(), firstLine(refused.err));
   const nlohmann::json& floor = outcome.at("floor");
   const int64_t floor_bytes = floor.at("peak_bytes").get<int64_t>();
   int64_t total = 0;
   for (const nlohmann::json& share : floor.at("shares")) total += share.at("bytes").get<int64_t>();
   EXPECT_EQ(total, floor_bytes);
-  EXPECT_NE(refused.err.find("(" + std::to_string(floor_bytes) + " B)"), std::string::npos) << refused.err;
+  EXPECT_NE(firstLine(refused.err).find("--budget " + std::to_string(floor_bytes) + " or more"), std::string::npos)
+      << refused.err;
+  // A line per category the outcome lists, under the one naming the step.
+  EXPECT_EQ(lineCount(refused.err), 2 + static_cast<int>(floor.at("shares").size())) << refused.err;
 
   const Step& peak_step = profile.steps.at(floor.at("peak_step").get<int>());
   ASSERT_EQ(peak_step.phase, Phase::Backward) << "the CNN's floor is no longer in backward: " << refused.err;
@@ -384,11 +455,10 @@ TEST(PlannerCli, DefaultFloorOfTheLoopedLmMeetsCheckpointingEveryIteration) {
   for (const NodeRange& r : every_iteration) ASSERT_EQ(simulator.segmentProblem(r), "");
   const int64_t per_iteration_peak = simulator.simulate(every_iteration).peak_bytes;
 
-  const auto floor = runAcprof("plan --budget 1 -o plan.json", dir);
+  const auto floor = runAcprof("plan --budget 1B -o plan.json --outcome floor.json", dir);
   ASSERT_EQ(floor.exit_code, 3) << floor.err;
-  const size_t at = floor.err.find("(--budget ");
-  ASSERT_NE(at, std::string::npos) << floor.err;
-  const int64_t floor_bytes = std::stoll(floor.err.substr(at + 10));
+  const int64_t floor_bytes =
+      nlohmann::json::parse(readWholeFile(dir + "/floor.json")).at("floor").at("peak_bytes").get<int64_t>();
   EXPECT_LE(floor_bytes, per_iteration_peak) << floor.err;
   // and that floor is a budget the default then meets
   const auto planned = runAcprof("plan --budget " + std::to_string(floor_bytes) + " -o plan.json", dir);

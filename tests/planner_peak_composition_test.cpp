@@ -70,12 +70,14 @@ TEST(PeakComposition, AFloorOnABackwardWorkspaceIsExplainedByThatWorkspaceAndAdd
     EXPECT_EQ(largest.largest[0].op, "ConvolutionBackward0");
     EXPECT_EQ(largest.largest[0].scope, "layer1");
     EXPECT_EQ(largest.largest[0].phase, "backward");
-    // The message says the same on its one line, weights and all.
-    const std::string message = e.what();
-    EXPECT_NE(message.find("temporary 4.98 KiB (4.88 KiB ConvolutionBackward0 in layer1 at backward step"), std::string::npos)
-        << message;
-    EXPECT_NE(message.find("weight 1000 B"), std::string::npos) << message;
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    // The error's detail says the same, a line per category, weights and all;
+    // the message stays one line.
+    const std::string& detail = e.detail();
+    EXPECT_NE(detail.find("  temporary         4.98 KiB  largest 4.88 KiB ConvolutionBackward0 in layer1 at backward step"),
+              std::string::npos)
+        << detail;
+    EXPECT_NE(detail.find("  weight              1000 B  no recompute removes it"), std::string::npos) << detail;
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
     // And the outcome's JSON carries it as data.
     const nlohmann::json j = floor;
     EXPECT_EQ(j.at("peak_bytes").get<int64_t>(), floor.peak_bytes);

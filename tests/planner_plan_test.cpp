@@ -197,6 +197,22 @@ TEST(PlannerPlan, BadBudgetAndInfeasibleBudgetAreErrors) {
   EXPECT_THROW(planRecompute(chainWithMeta(), PlanRequest{"p.json", "1300", "mu-two"}), InfeasibleBudget);
 }
 
+// The chain holds its 1000 B of weights before the step (chainProfile's one
+// static storage): a bare number below them is a slip (a usage error that asks
+// for the percentage), while the same bytes with a unit are a budget that no
+// plan fits, answered with the floor.
+TEST(PlannerPlan, ABareBudgetBelowTheBytesBeforeTheStepIsAUsageError) {
+  try {
+    planRecompute(chainWithMeta(), PlanRequest{"p.json", "999", "mu-two"});
+    FAIL() << "a bare 999 below the chain's 1000 B of weights was accepted";
+  } catch (const BudgetError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
+    EXPECT_NE(std::string(e.what()).find("did you mean 999%?"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(planRecompute(chainWithMeta(), PlanRequest{"p.json", "999B", "mu-two"}), InfeasibleBudget);
+  EXPECT_THROW(planRecompute(chainWithMeta(), PlanRequest{"p.json", "1000", "mu-two"}), InfeasibleBudget);
+}
+
 }  // namespace
 }  // namespace acprof
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <functional>
 #include <limits>
 #include <map>
@@ -146,9 +148,11 @@ TEST(PlannerSolver, NothingIsRecomputedWhenTheBaselineFits) {
 }
 
 // Below 1400 nothing helps on the chain: after [0, 1] the only candidate left
-// merges into [0, 3] (1600). The error names the 1400 reached and the 1000 B of
-// weights in it, and asks for at least 1400.
-TEST(PlannerSolver, InfeasibleBudgetNamesTheSmallestPeakAndItsFloor) {
+// merges into [0, 3] (1600). The error's line names the budget, the 1400
+// reached and the fixes: at least 1400, or the sweep. Its detail is the
+// floor's make-up, a line per category under one naming the step, the 1000 B
+// of weights among them.
+TEST(PlannerSolver, InfeasibleBudgetNamesTheBudgetTheFloorAndTheFixInOneShortLine) {
   const Profile p = chainProfile(4, 100, {10, 1, 1, 10});
   const Simulator simulator(p);
   const SolverResult mu = solveRecompute(simulator, "mu-two", 1300);
@@ -157,10 +161,15 @@ TEST(PlannerSolver, InfeasibleBudgetNamesTheSmallestPeakAndItsFloor) {
     const InfeasibleBudget e = infeasibleBudget(simulator, mu, 1300);
     const std::string message = e.what();
     EXPECT_EQ(e.smallest_peak_bytes, 1400);
-    EXPECT_NE(message.find("(1400 B)"), std::string::npos) << message;
-    EXPECT_NE(message.find("weight 1000 B"), std::string::npos) << message;
-    EXPECT_NE(message.find("--budget 1400"), std::string::npos) << message;
+    EXPECT_NE(message.find("budget 1.27 KiB"), std::string::npos) << message;  // 1300 B
+    EXPECT_NE(message.find("the floor, 1.37 KiB"), std::string::npos) << message;  // 1400 B
+    EXPECT_NE(message.find("--budget 1400 or more"), std::string::npos) << message;
+    EXPECT_NE(message.find("acprof plan --sweep"), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_LT(message.size(), 200u) << message;
+    const std::string& detail = e.detail();
+    EXPECT_EQ(std::count(detail.begin(), detail.end(), '\n'), 1 + static_cast<long>(e.floor.shares.size())) << detail;
+    EXPECT_NE(detail.find("\n  weight              1000 B  no recompute removes it\n"), std::string::npos) << detail;
   }
   // Chen splits the chain into [0, 1] and [2, 3] (sqrt of 3 producers ~ 2
   // segments of 150 B): 1500, no better than nothing; so its floor is 1500.
@@ -168,6 +177,21 @@ TEST(PlannerSolver, InfeasibleBudgetNamesTheSmallestPeakAndItsFloor) {
   EXPECT_FALSE(fitsBudget(chen, 1450)) << "chen met 1450";
   EXPECT_EQ(chen.simulation.peak_bytes, 1500);
   EXPECT_EQ(infeasibleBudget(simulator, chen, 1450).smallest_peak_bytes, 1500);
+}
+
+// The line stays short at the widest numbers: a chain whose activations are
+// 256 TiB each has a floor of about a PiB, sixteen digits of bytes.
+TEST(PlannerSolver, TheInfeasibleBudgetsLineStaysUnder200CharactersAtAFloorOfAPetabyte) {
+  const int64_t activation_bytes = int64_t{1} << 48;
+  const Profile p = chainProfile(4, activation_bytes, {10, 1, 1, 10});
+  const Simulator simulator(p);
+  const SolverResult reached = solveRecompute(simulator, "refined", 1);
+  ASSERT_FALSE(fitsBudget(reached, 1));
+  ASSERT_GE(reached.simulation.peak_bytes, int64_t{1} << 50) << "not a floor of a PiB";
+  const InfeasibleBudget e = infeasibleBudget(simulator, reached, reached.simulation.peak_bytes - 1);
+  const std::string message = e.what();
+  EXPECT_LT(message.size(), 200u) << message;
+  EXPECT_NE(message.find("--budget " + std::to_string(reached.simulation.peak_bytes)), std::string::npos) << message;
 }
 
 TEST(PlannerSolver, UnknownSolverIsAnError) {
@@ -355,7 +379,7 @@ TEST(PlannerSolverOptimal, FindsTheHandWorkedOptimumOfTheChainAndProvesIt) {
   ASSERT_FALSE(fitsBudget(reached, 1399)) << "1399 B was met";
   const InfeasibleBudget e = infeasibleBudget(simulator, reached, 1399);
   EXPECT_EQ(e.smallest_peak_bytes, 1400);
-  EXPECT_NE(std::string(e.what()).find("optimal: every segment set searched"), std::string::npos) << e.what();
+  EXPECT_NE(e.detail().find("search: optimal: every segment set searched"), std::string::npos) << e.detail();
 }
 
 // On residual networks small enough to enumerate every plan: the exact

@@ -102,7 +102,7 @@ class RewriteEndToEnd : public ::testing::TestWithParam<Case> {
 int64_t smallestReachablePeak(const fs::path& profile_path) {
   PlanRequest request;
   request.profile_path = profile_path.string();
-  request.budget_text = "1";
+  request.budget_text = "1B";
   try {
     planRecompute(readProfileFile(request.profile_path), request);
   } catch (const InfeasibleBudget& e) {
@@ -327,18 +327,27 @@ TEST(RewritePaths, APlanIsRewrittenFromAnotherDirectoryAndAnEmptyPlanSaysSo) {
 // timing stops at two only once those two took half a second; medians of two
 // values are their means, so the line shows it. Why the timing stopped is read from
 // the outcome, not inferred from the medians: under load the steps' real total
-// is far over pairs times the medians.
+// is far over pairs times the medians. Where a limit ended pairs whose standard
+// error is over 2 %, the line, the report and the outcome's verdict say
+// "inconclusive" in place of the extra time (Note: [an inconclusive extra time]).
 TEST(RewriteTiming, ShortOrNoisyStepsAreTimedInMorePairsThanAsked) {
   const fs::path directory = profiledAndPlanned("acprof_timing_pairs", "gpt_traced.pt");
   ASSERT_EQ(runIn(directory, "plan --budget 70%").exit_code, 0);
   const CommandResult rewritten = runIn(directory, "rewrite --time-rounds 2 --outcome outcome.json");
   ASSERT_EQ(rewritten.exit_code, 0) << outputOf(rewritten);
   const std::regex time_line(
-      R"(time: step before ([0-9.]+) ms, after ([0-9.]+) ms, extra [-+0-9.]+% \(median of (\d+) alternated pairs, )"
+      R"(time: step before ([0-9.]+) ms, after ([0-9.]+) ms, extra ([-+0-9.]+)% \(median of (\d+) alternated pairs, )"
       R"((?:standard error ([0-9.]+)%|too few for a standard error)\))");
+  const std::regex inconclusive_line(
+      R"(time: step before ([0-9.]+) ms, after inconclusive, extra inconclusive \((\d+) alternated pairs, )"
+      R"((?:standard error ([0-9.]+)%|too few for a standard error), over the 2% bound, ended by [^;]+; )"
+      R"((?:--time-rounds (\d+) times more|time it on a quieter machine)\))");
   std::smatch match;
-  ASSERT_TRUE(std::regex_search(rewritten.out, match, time_line)) << rewritten.out;
-  const int pairs = std::stoi(match[3]);
+  const bool conclusive = std::regex_search(rewritten.out, match, time_line);
+  ASSERT_TRUE(conclusive || std::regex_search(rewritten.out, match, inconclusive_line)) << rewritten.out;
+  const double before_ms = std::stod(match[1]);
+  const int pairs = std::stoi(match[conclusive ? 4 : 2]);
+  const std::ssub_match& error_percent = match[conclusive ? 5 : 3];
   // The report's headline extra time is this measurement, not the profiles' times.
   const std::string html = fileText(directory / "report.html");
   const std::string open = "<script type=\"application/json\" id=\"acprof-data\">";
@@ -346,22 +355,28 @@ TEST(RewriteTiming, ShortOrNoisyStepsAreTimedInMorePairsThanAsked) {
   ASSERT_NE(begin, std::string::npos);
   const size_t data = begin + open.size();
   const nlohmann::json page = nlohmann::json::parse(html.substr(data, html.find("</script>", data) - data));
-  const std::regex extra_of_line(R"(extra ([-+0-9.]+)% \(median of (\d+) alternated pairs)");
-  std::smatch extra;
-  ASSERT_TRUE(std::regex_search(rewritten.out, extra, extra_of_line)) << rewritten.out;
-  EXPECT_NEAR(100 * page.at("measured_time").at("extra_share").get<double>(), std::stod(extra[1]), 0.051);
-  EXPECT_EQ(page.at("measured_time").at("pairs").get<int>(), std::stoi(extra[2]));
-  // And the line agrees with itself: after is before at the measured extra, up
-  // to the printed rounding: 0.05 ms on each step time and 0.05 percentage
-  // points on the extra, which moves after by 0.0005 of before.
-  const double before_ms = std::stod(match[1]);
-  const double extra_share = std::stod(extra[1]) / 100;
-  const double rounding_ms = 0.05 + 0.05 * (1 + std::abs(extra_share)) + 0.0005 * before_ms + 1e-9;
-  EXPECT_NEAR(std::stod(match[2]), before_ms * (1 + extra_share), rounding_ms) << rewritten.out;
-  // The outcome says the same pairs, how long they took, and which rule ended them.
+  const nlohmann::json& measured = page.at("measured_time");
+  EXPECT_EQ(measured.at("pairs").get<int>(), pairs);
+  EXPECT_EQ(measured.at("verdict"), conclusive ? "conclusive" : "inconclusive") << rewritten.out;
+  if (conclusive) {
+    EXPECT_NEAR(100 * measured.at("extra_share").get<double>(), std::stod(match[3]), 0.051);
+    // And the line agrees with itself: after is before at the measured extra, up
+    // to the printed rounding: 0.05 ms on each step time and 0.05 percentage
+    // points on the extra, which moves after by 0.0005 of before.
+    const double extra_share = std::stod(match[3]) / 100;
+    const double rounding_ms = 0.05 + 0.05 * (1 + std::abs(extra_share)) + 0.0005 * before_ms + 1e-9;
+    EXPECT_NEAR(std::stod(match[2]), before_ms * (1 + extra_share), rounding_ms) << rewritten.out;
+  } else if (match[4].matched) {
+    EXPECT_GT(std::stoi(match[4]), pairs) << "an inconclusive line asks for more pairs: " << rewritten.out;
+  }
+  // The outcome says the same pairs, how long they took, which rule ended them,
+  // and the verdict: conclusive exactly where the standard error is within 2 %.
   const nlohmann::json time = nlohmann::json::parse(fileText(directory / "outcome.json")).at("result").at("time");
   EXPECT_EQ(time.at("pairs").get<int>(), pairs);
-  EXPECT_EQ(time.at("extra_share_error").is_null(), !match[4].matched) << time;
+  EXPECT_EQ(time.at("extra_share_error").is_null(), !error_percent.matched) << time;
+  EXPECT_EQ(time.at("verdict"), measured.at("verdict")) << time;
+  const bool within_bound = error_percent.matched && time.at("extra_share_error").get<double>() <= 0.02;
+  EXPECT_EQ(within_bound, conclusive) << rewritten.out;
   const double timed_seconds = time.at("timed_seconds").get<double>();
   const std::string stopped_by = time.at("stopped_by").get<std::string>();
   EXPECT_GE(pairs, 2) << rewritten.out;
@@ -369,9 +384,7 @@ TEST(RewriteTiming, ShortOrNoisyStepsAreTimedInMorePairsThanAsked) {
   // The limits are rewriter.h's (the test stays torch-free): kMostTimedRounds,
   // kLeastTimedSeconds, kMostTimedSeconds, kTimedStandardError and the step budget.
   if (stopped_by == "precise") {
-    ASSERT_TRUE(match[4].matched) << rewritten.out;
-    EXPECT_LE(std::stod(match[4]), 2.0) << rewritten.out;
-    EXPECT_LE(time.at("extra_share_error").get<double>(), 0.02) << time;
+    EXPECT_TRUE(conclusive) << rewritten.out;
   } else if (stopped_by == "time_limit") {
     EXPECT_GE(timed_seconds, 10.0 - 1e-9) << time;
   } else if (stopped_by == "step_budget") {
@@ -388,8 +401,10 @@ TEST(RewriteTiming, ShortOrNoisyStepsAreTimedInMorePairsThanAsked) {
   if (stopped_by != "pair_limit") {
     EXPECT_GE(timed_seconds, 0.5) << time;
   }
-  // Two pairs of this model's median steps are well under half a second.
-  if (2 * (std::stod(match[1]) + std::stod(match[2])) < 250) {
+  // Two pairs of this model's median steps are well under half a second (the
+  // rewritten step from the outcome's median share where the line has no after).
+  const double after_ms = before_ms * (1 + time.at("extra_share").get<double>());
+  if (2 * (before_ms + after_ms) < 250) {
     EXPECT_GT(pairs, 2) << rewritten.out;
   }
   if (!HasFailure()) fs::remove_all(directory);
@@ -588,7 +603,8 @@ TEST(RewriteRefusals, AnInterruptedRewriteLeavesNoFile) {
 }
 
 // Where a percentage of the peak is below what any recompute reaches, acprof
-// says so in one line with the smallest peak it reached, and writes no plan.
+// says so in one short line with the smallest peak it reached, then the
+// floor's make-up in a few lines, and writes no plan.
 // The CNN at 50 %: the smallest peak the solvers reach is 62 % of the profiled
 // one, in the backward of its full-resolution blocks, where the original run
 // already holds 47 % (their BatchNorm and ReLU tensors and gradients) and a
@@ -611,8 +627,10 @@ TEST_P(InfeasibleBudgets, SayWhatTheFloorIsAndWriteNothing) {
 
   const CommandResult planned = runIn(directory, "plan --budget " + GetParam().budget);
   EXPECT_EQ(planned.exit_code, 3) << "exit code 3: infeasible budget\n" << outputOf(planned);
-  EXPECT_EQ(lineCount(planned.err), 1) << planned.err;
-  EXPECT_NE(planned.err.find("smallest peak the refined solver reached"), std::string::npos) << planned.err;
+  const std::string line = planned.err.substr(0, planned.err.find('\n'));
+  EXPECT_LT(line.size(), 200u + std::string("acprof: error: ").size()) << line;
+  EXPECT_NE(line.find("smallest peak the refined solver reached"), std::string::npos) << planned.err;
+  EXPECT_NE(planned.err.find("\nthe floor, "), std::string::npos) << "the floor's make-up follows: " << planned.err;
   EXPECT_FALSE(fs::exists(directory / "plan.json"));
 
   PlanRequest request;
@@ -623,7 +641,7 @@ TEST_P(InfeasibleBudgets, SayWhatTheFloorIsAndWriteNothing) {
     FAIL() << GetParam().budget << " was met";
   } catch (const InfeasibleBudget& e) {
     EXPECT_LT(e.smallest_peak_bytes, profile.summary.peak_bytes) << "recompute lowered nothing";
-    EXPECT_NE(planned.err.find(std::to_string(e.smallest_peak_bytes)), std::string::npos) << planned.err;
+    EXPECT_NE(line.find("--budget " + std::to_string(e.smallest_peak_bytes)), std::string::npos) << planned.err;
   }
   if (!HasFailure()) fs::remove_all(directory);
 }

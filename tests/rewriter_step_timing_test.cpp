@@ -110,5 +110,45 @@ TEST(StepTiming, AnotherPairThatDoesNotFitTheStepBudgetEndsImprecisePairs) {
   EXPECT_EQ(whyTimingStops(kNoisyShares, kMostTimedSeconds, 5, false), TimingStop::TimeLimit);
 }
 
+// Note: [an inconclusive extra time] (rewriter.h). The demo's two pairs, 33.7 %
+// and 67.3 % over the original: their standard error, half their difference,
+// is 16.8 % of the step, over the bound, so while the step budget allows they
+// go on, and where it ends them the extra time is inconclusive. Two pairs that
+// agree within twice the bound are precise and conclusive, whatever ended them.
+TEST(StepTiming, PairsThatDisagreeGoOnWhileTheBudgetAllowsAndAreInconclusiveWhereItEndsThem) {
+  const std::vector<double> demo = {0.337, 0.673};
+  const double past_least = 2 * kLeastTimedSeconds;
+  ASSERT_NEAR(medianStandardError(demo).value(), 0.168, 1e-12);
+  EXPECT_FALSE(whyTimingStops(demo, past_least, kDefaultTimedRounds, /*another_pair_fits=*/true).has_value());
+  EXPECT_EQ(whyTimingStops(demo, past_least, kDefaultTimedRounds, /*another_pair_fits=*/false), TimingStop::StepBudget);
+  EXPECT_EQ(timingVerdict(medianStandardError(demo)), TimingVerdict::Inconclusive);
+  // Noisy pairs the 10 s limit ended are inconclusive too; too few for a
+  // standard error is never conclusive.
+  ASSERT_EQ(whyTimingStops(kNoisyShares, kMostTimedSeconds, 5), TimingStop::TimeLimit);
+  EXPECT_EQ(timingVerdict(medianStandardError(kNoisyShares)), TimingVerdict::Inconclusive);
+  EXPECT_EQ(timingVerdict(medianStandardError({0.1})), TimingVerdict::Inconclusive);
+  // Agreeing pairs: precise, and so conclusive, with or without budget left.
+  const std::vector<double> agree = {0.100, 0.100 + kTimedStandardError};
+  EXPECT_EQ(whyTimingStops(agree, past_least, kDefaultTimedRounds, false), TimingStop::Precise);
+  EXPECT_EQ(timingVerdict(medianStandardError(agree)), TimingVerdict::Conclusive);
+  // The verdict is the bound's, not the stop's: 50 pairs within it are conclusive at the pair limit.
+  const std::vector<double> many_quiet = repeated(kQuietShares, kMostTimedRounds / 5);
+  ASSERT_EQ(whyTimingStops(many_quiet, 0.1, 5), TimingStop::PairLimit);
+  EXPECT_EQ(timingVerdict(medianStandardError(many_quiet)), TimingVerdict::Conclusive);
+  EXPECT_EQ(timingVerdict(kTimedStandardError), TimingVerdict::Conclusive);
+  EXPECT_EQ(timingVerdict(1.01 * kTimedStandardError), TimingVerdict::Inconclusive);
+}
+
+// What an inconclusive line suggests: the standard error falls as one over the
+// root of the pairs, so 2 pairs at twice the bound need 8, the demo's 16.8 %
+// (8.4 bounds) 2 * 8.4^2 = 141.1, so 142; never fewer than one more than were
+// taken, and two where one pair had no standard error at all.
+TEST(StepTiming, TheSuggestedPairsScaleWithTheSquareOfTheErrorOverTheBound) {
+  EXPECT_EQ(pairsForPreciseTiming(2 * kTimedStandardError, 2), 8);
+  EXPECT_EQ(pairsForPreciseTiming(0.168, 2), 142);
+  EXPECT_EQ(pairsForPreciseTiming(0.5 * kTimedStandardError, 4), 5);
+  EXPECT_EQ(pairsForPreciseTiming(std::nullopt, 1), 2);
+}
+
 }  // namespace
 }  // namespace acprof

@@ -254,7 +254,20 @@ TEST(ComparisonHtml, CarriesTheRewritesMeasuredExtraTime) {
   EXPECT_DOUBLE_EQ(with.at("measured_time").at("extra_share_error").get<double>(), 0.006);
   EXPECT_EQ(with.at("measured_time").at("pairs").get<int>(), 12);
   EXPECT_DOUBLE_EQ(with.at("measured_time").at("before_us").get<double>(), 59600);
+  EXPECT_EQ(with.at("measured_time").at("verdict"), "conclusive");
   EXPECT_TRUE(embeddedData(renderComparisonHtml(profile, profile)).at("measured_time").is_null());
+}
+
+// An extra time the pairs left inconclusive is marked so as data, for the
+// page to say "inconclusive" in place of the number (rewriter.h, Note: [an
+// inconclusive extra time]).
+TEST(ComparisonHtml, MarksAnInconclusiveMeasuredExtraTime) {
+  const Profile profile = testing::smallTrainingProfile();
+  const MeasuredStepTime measured{750600, 0.505, 0.168, 2, /*conclusive=*/false};
+  const json page = embeddedData(renderComparisonHtml(profile, profile, nullptr, "", &measured));
+  EXPECT_EQ(page.at("measured_time").at("verdict"), "inconclusive");
+  EXPECT_NE(renderComparisonHtml(profile, profile, nullptr, "", &measured).find("\"inconclusive: \""),
+            std::string::npos) << "the page's script says it";
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "acprof/profile_format.h"
+
 namespace acprof {
 namespace {
 
@@ -64,6 +66,25 @@ int64_t parseBudget(const std::string& text, int64_t profiled_peak_bytes) {
   if (bytes < 1) fail(text, "is less than one byte");
   if (bytes >= 9.2e18) fail(text, "is too large");
   return static_cast<int64_t>(bytes);
+}
+
+void checkBareBudget(const std::string& text, int64_t bytes_before_step) {
+  const std::string number = trim(text);
+  char* number_end = nullptr;
+  std::strtod(number.c_str(), &number_end);
+  if (number_end == number.c_str() || !trim(std::string(number_end)).empty()) return;  // no number, or a unit
+  // A bare number is bytes whatever the profiled peak: parse it as parseBudget does.
+  const int64_t bytes = parseBudget(text, 0);
+  if (bytes >= bytes_before_step) return;
+  throw BudgetError(fmt::format("budget '{}' has no unit, so it is {} B, below the {} the step holds before it "
+                                "begins (weights, inputs), which every plan keeps: did you mean {}%? (or {}GB, {}MiB)",
+                                printable(number), bytes, formatBytes(bytes_before_step), printable(number),
+                                printable(number), printable(number)));
+}
+
+bool isBudgetUnit(const std::string& word) {
+  const std::string unit = lowercase(trim(word));
+  return unit == "%" || (!unit.empty() && unitBytes(unit) != 0);
 }
 
 }  // namespace acprof

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace acprof {
@@ -68,20 +69,31 @@ PeakComposition peakComposition(const Simulator& simulator, const RecomputeDecis
   return out;
 }
 
-std::string peakCompositionText(const PeakComposition& composition) {
-  std::string text;
+std::string peakCompositionTable(const PeakComposition& composition, const Profile& profile) {
+  std::string where = "before the iteration";
+  if (composition.peak_step >= 0 && composition.peak_step < static_cast<int>(profile.steps.size())) {
+    const Step& step = profile.steps[composition.peak_step];
+    where = fmt::format("{} {} step {} ({})", composition.peak_in_recompute ? "in the recompute before" : "at",
+                        phaseName(step.phase), step.index, step.op);
+  }
+  std::string text = fmt::format("the floor, {}, {}, is made of\n", formatBytes(composition.peak_bytes), where);
   for (const PeakShare& share : composition.shares) {
-    if (!text.empty()) text += ", ";
-    text += fmt::format("{} {}", categoryName(share.category), formatBytes(share.bytes));
+    CategoryBytes only{};
+    only[static_cast<int>(share.category)] = share.bytes;
+    std::vector<std::string> notes;
+    if (unremovableBytes(only) == share.bytes) notes.push_back("no recompute removes it");
     // Weights, optimizer state and inputs are the model's and the user's own:
     // their total says all. The rest is named by what made it.
     const bool named = share.category != Category::Weight && share.category != Category::OptimizerState &&
                        share.category != Category::Input;
-    if (!named) continue;
-    std::string parts;
-    for (const PeakContributor& c : share.largest) parts += (parts.empty() ? "" : "; ") + contributorText(c);
-    if (share.more > 0) parts += fmt::format("; {} more", share.more);
-    text += " (" + parts + ")";
+    if (named && !share.largest.empty()) {
+      std::string largest = "largest " + contributorText(share.largest.front());
+      const int more = static_cast<int>(share.largest.size()) - 1 + share.more;
+      if (more > 0) largest += fmt::format(", {} more", more);
+      notes.push_back(std::move(largest));
+    }
+    text += fmt::format("  {:<16}{:>10}  {}\n", categoryName(share.category), formatBytes(share.bytes),
+                        fmt::join(notes, "; "));
   }
   return text;
 }

@@ -5,6 +5,19 @@
 #include "acprof/budget.h"
 
 namespace acprof {
+namespace {
+
+// What the profile holds before its step begins: the static storages
+// (weights, inputs, optimizer state) alive at its first event, which no
+// recompute touches. Note: [a bare budget below the step's start] (budget.h).
+int64_t bytesBeforeStep(const Profile& profile) {
+  int64_t bytes = 0;
+  for (const TensorRecord& tensor : profile.tensors)
+    if (tensor.alloc_event < 0 && tensor.free_event > 0) bytes += tensor.bytes;
+  return bytes;
+}
+
+}  // namespace
 
 Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, int64_t budget_bytes,
                       const SolverResult& solution) {
@@ -31,6 +44,7 @@ Plan planFromSolution(const Simulator& simulator, const PlanRequest& request, in
 Plan planRecompute(const Profile& profile, const PlanRequest& request, SearchReport* search) {
   const Simulator simulator(profile);
   const int64_t budget_bytes = parseBudget(request.budget_text, simulator.baseline().peak_bytes);
+  checkBareBudget(request.budget_text, bytesBeforeStep(profile));
   const SolverResult solution = solveRecompute(simulator, request.solver, budget_bytes, request.time_limit_s);
   if (!fitsBudget(solution, budget_bytes)) throw infeasibleBudget(simulator, solution, budget_bytes);
   if (search) *search = solution.search;

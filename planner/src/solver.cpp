@@ -7,20 +7,16 @@
 namespace acprof {
 namespace {
 
-// One line: the smallest peak reached, what all of it is made of, the part no
-// recompute can remove, and what to ask for.
-std::string infeasibleMessage(const Simulator& simulator, const std::string& solver, int64_t budget_bytes,
-                              const SimulationResult& best, const PeakComposition& composition) {
-  const std::vector<Step>& steps = simulator.profile().steps;
-  const Step& step = best.peak_step >= 0 ? steps[best.peak_step] : Step{};
+// One line, under 200 characters (185 at a floor of a PiB, every number at its
+// widest): the budget, the floor and the fix. The floor's make-up, every
+// category with its largest holders, was on this line too, which made it 800 to
+// 1,300 characters (issue 61); it is the error's detail now
+// (peakCompositionTable), and the outcome's "floor" as data.
+std::string infeasibleMessage(const std::string& solver, int64_t budget_bytes, int64_t floor_bytes) {
   return fmt::format(
-      "budget {} is below the smallest peak the {} solver reached, {} ({} B) {} step {} ({} {}); it is made of {}; "
-      "of it {} cannot be removed by any recompute (weights, gradients, optimizer state, inputs); raise the budget "
-      "to at least {} (--budget {})",
-      formatBytes(budget_bytes), solver, formatBytes(best.peak_bytes), best.peak_bytes,
-      best.peak_in_recompute ? "in the recompute before" : "at", best.peak_step, phaseName(step.phase), step.op,
-      peakCompositionText(composition), formatBytes(unremovableBytes(best.peak_breakdown)),
-      formatBytes(best.peak_bytes), best.peak_bytes);
+      "budget {} is below the floor, {}, the smallest peak the {} solver reached; use --budget {} or more, or see "
+      "each budget's cost: acprof plan --sweep",
+      formatBytes(budget_bytes), formatBytes(floor_bytes), solver, floor_bytes);
 }
 
 // The strategies that take no time limit, adapted to the table's signature.
@@ -82,10 +78,11 @@ SolverResult solveRecompute(const Simulator& simulator, const std::string& solve
 
 InfeasibleBudget infeasibleBudget(const Simulator& simulator, const SolverResult& result, int64_t budget_bytes) {
   PeakComposition composition = peakComposition(simulator, result.decision);
-  std::string message = infeasibleMessage(simulator, result.solver, budget_bytes, result.simulation, composition);
+  const std::string message = infeasibleMessage(result.solver, budget_bytes, result.simulation.peak_bytes);
+  std::string detail = peakCompositionTable(composition, simulator.profile());
   const std::string search = searchReportText(result.search, result.simulation.peak_bytes);
-  if (!search.empty()) message += " (" + search + ")";
-  return InfeasibleBudget(message, result.simulation.peak_bytes, std::move(composition), result.search);
+  if (!search.empty()) detail += fmt::format("  search: {}\n", search);
+  return InfeasibleBudget(message, detail, result.simulation.peak_bytes, std::move(composition), result.search);
 }
 
 }  // namespace acprof

@@ -70,6 +70,19 @@ std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares
   return std::nullopt;
 }
 
+TimingVerdict timingVerdict(const std::optional<double>& extra_share_error) {
+  return extra_share_error && *extra_share_error <= kTimedStandardError ? TimingVerdict::Conclusive
+                                                                        : TimingVerdict::Inconclusive;
+}
+
+int pairsForPreciseTiming(const std::optional<double>& extra_share_error, int pairs) {
+  // Too few pairs for a standard error: two have one.
+  if (!extra_share_error) return std::max(pairs + 1, 2);
+  const double ratio = *extra_share_error / kTimedStandardError;
+  const double wanted = std::ceil(static_cast<double>(pairs) * ratio * ratio);
+  return std::max(pairs + 1, static_cast<int>(std::min(wanted, 1e6)));
+}
+
 StepTimes timeRewrite(TrainingPair& pair, int min_rounds, bool keep_to_step_budget) {
   const StepConfig& config = pair.config;
   const ExecutorModeGuard executor_mode(/*optimize=*/false);
@@ -112,8 +125,9 @@ StepTimes timeRewrite(TrainingPair& pair, int min_rounds, bool keep_to_step_budg
     timed_us += original_us.back() + rewritten_us.back();
   }
   if (extra_shares.empty()) return StepTimes{};
-  return StepTimes{median(original_us), median(extra_shares), medianStandardError(extra_shares),
-                   static_cast<int>(original_us.size()), timed_us / 1e6, *stop};
+  const std::optional<double> error = medianStandardError(extra_shares);
+  return StepTimes{median(original_us), median(extra_shares), error, static_cast<int>(original_us.size()),
+                   timed_us / 1e6, *stop, timingVerdict(error)};
 }
 
 }  // namespace acprof

@@ -66,7 +66,7 @@ def fail(reason):
 def halfway_budget(acprof, cwd, env):
     """Halfway between the floor and the profiled peak, in bytes, from what acprof wrote."""
     peak = json.load(open(os.path.join(cwd, "profile.json")))["summary"]["peak_bytes"]
-    probe = subprocess.run([acprof, "plan", "--budget", "1", "-o", "floor_probe.json", "--outcome", "floor.json"],
+    probe = subprocess.run([acprof, "plan", "--budget", "1B", "-o", "floor_probe.json", "--outcome", "floor.json"],
                            cwd=cwd, env=env, capture_output=True, text=True)
     if probe.returncode == 0:  # everything is removable: the probe's plan is the floor
         floor = json.load(open(os.path.join(cwd, "floor_probe.json")))["predicted_peak_bytes"]

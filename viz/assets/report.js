@@ -120,6 +120,13 @@
                           ? "predicted " + signed(plan.extra_time_us / plan.baseline_iteration_time_us)
                           : "";
     if (!measured) return (predicted || "no prediction") + "; not measured (this rewrite timed no pairs of training steps)";
+    // A limit ended the pairs before they agreed: their median is no measurement to show.
+    if (measured.verdict === "inconclusive") {
+      const spread = measured.extra_share_error === null ? "too few for a standard error"
+                                                          : "standard error ± " + (measured.extra_share_error * 100).toFixed(1) + "%";
+      return "inconclusive: " + measured.pairs + " alternated pairs of training steps did not agree (" + spread +
+             "; step before " + formatMs(measured.before_us) + ")" + (predicted ? "; " + predicted : "");
+    }
     const error = measured.extra_share_error === null ? " (too few pairs for a standard error)"
                                                       : " ± " + (measured.extra_share_error * 100).toFixed(1) + "%";
     return signed(measured.extra_share) + error + " measured, median of " + measured.pairs +

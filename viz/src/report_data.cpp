@@ -347,7 +347,8 @@ json comparisonPageData(const Profile& before, const Profile& after, const Plan*
       measured ? json{{"before_us", measured->before_us},
                       {"extra_share", measured->extra_share},
                       {"extra_share_error", measured->extra_share_error ? json(*measured->extra_share_error) : json()},
-                      {"pairs", measured->pairs}}
+                      {"pairs", measured->pairs},
+                      {"verdict", measured->conclusive ? "conclusive" : "inconclusive"}}
                : json(nullptr);
   return page;
 }

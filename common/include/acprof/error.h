@@ -5,6 +5,7 @@
 // codes"), as LLVM's ExitOnError does.
 #pragma once
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -49,11 +50,28 @@ class Error : public std::runtime_error {
  public:
   // The message is made one line here, whatever text a caller quoted into it
   // (a JSON key with a newline in it), so no message can break the CLI's line.
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(printable(message)), kind_(kind) {}
+  // `detail`: lines that follow it where one line cannot show what the fix
+  // rests on (an infeasible budget's floor, category by category), each ending
+  // in a newline and each made printable alike; "" for none. The message alone
+  // names the problem and the fix; scripts read the outcome, never these lines.
+  Error(ErrorKind kind, const std::string& message, const std::string& detail = "")
+      : std::runtime_error(printable(message)), kind_(kind), detail_(printableLines(detail)) {}
   ErrorKind kind() const { return kind_; }
+  const std::string& detail() const { return detail_; }
 
  private:
+  static std::string printableLines(const std::string& text) {
+    std::string out;
+    for (size_t begin = 0; begin < text.size();) {
+      const size_t end = std::min(text.find('\n', begin), text.size());
+      out += printable(text.substr(begin, end - begin)) + "\n";
+      begin = end + 1;
+    }
+    return out;
+  }
+
   ErrorKind kind_;
+  std::string detail_;
 };
 
 

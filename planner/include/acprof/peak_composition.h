@@ -1,7 +1,7 @@
 // What a simulated peak is made of: every category live at it, with the
 // storages that hold the most bytes of each and the step that made them. Its
-// bytes add up to the peak. The infeasible-budget message and the outcome JSON
-// (--outcome) explain the planner's floor with it, so a user sees why the
+// bytes add up to the peak. The infeasible-budget error's table and the outcome
+// JSON (--outcome) explain the planner's floor with it, so a user sees why the
 // floor is where it is: a backward workspace, gradients accumulated so far, or
 // activations no segment drops.
 #pragma once
@@ -43,8 +43,14 @@ inline constexpr int kLargestPerShare = 3;
 
 PeakComposition peakComposition(const Simulator& simulator, const RecomputeDecision& decision);
 
-// "temporary 310 MiB (310 MiB ConvolutionBackward0 in layer3.0.conv1 at backward step 812), weight 52 MiB, ..."
-std::string peakCompositionText(const PeakComposition& composition);
+// A few lines, one per category live at the peak, largest first, under a
+// line naming the step where it is (an infeasible budget's detail):
+//   the floor, 362 MiB, at backward step 812 (ConvolutionBackward0), is made of
+//     temporary        310 MiB  largest 310 MiB ConvolutionBackward0 in layer3.0.conv1 at backward step 812
+//     weight            52 MiB  no recompute removes it
+// Each category names its largest holder and how many more there are; every
+// holder listed is in the JSON (to_json), which --outcome writes.
+std::string peakCompositionTable(const PeakComposition& composition, const Profile& profile);
 
 void to_json(nlohmann::json& j, const PeakComposition& composition);
 

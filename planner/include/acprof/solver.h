@@ -104,14 +104,15 @@ const std::vector<SolverEntry>& solverTable();  // auto (the default) first
 // The table's names in its order: auto, mu-two, refined, optimal, chen, none.
 const std::vector<std::string>& solverNames();
 
-// The budget cannot be met: the message names the smallest peak the solver
-// reached, what all of it is made of, and the budget to ask for instead; the
-// composition carries the same as data.
+// The budget cannot be met: the message names the budget, the floor (the
+// smallest peak the solver reached) and the budget to ask for instead, in under
+// 200 characters; the detail shows what the floor is made of in a few lines;
+// the composition carries all of it as data (the outcome's "floor").
 class InfeasibleBudget : public Error {
  public:
-  InfeasibleBudget(const std::string& message, int64_t smallest_peak_bytes, PeakComposition floor,
-                   SearchReport search)
-      : Error(ErrorKind::InfeasibleBudget, message),
+  InfeasibleBudget(const std::string& message, const std::string& detail, int64_t smallest_peak_bytes,
+                   PeakComposition floor, SearchReport search)
+      : Error(ErrorKind::InfeasibleBudget, message, detail),
         smallest_peak_bytes(smallest_peak_bytes),
         floor(std::move(floor)),
         search(search) {}
@@ -133,9 +134,10 @@ inline bool fitsBudget(const SolverResult& result, int64_t budget_bytes) {
   return result.simulation.peak_bytes <= budget_bytes;
 }
 
-// The refusal of a plan that does not fit: the one-line message (the smallest
-// peak reached, what all of it is made of, the budget to ask for) and the same
-// as data.
+// The refusal of a plan that does not fit: the one-line message (the budget,
+// the smallest peak reached, the budget to ask for or the sweep), the floor's
+// make-up as a short table (peakCompositionTable, and how a search ended), and
+// the same as data.
 InfeasibleBudget infeasibleBudget(const Simulator& simulator, const SolverResult& result, int64_t budget_bytes);
 
 }  // namespace acprof

@@ -112,6 +112,23 @@ enum class TimingStop {
   StepBudget,  // one more pair would take the rewrite past kRewriteStepBudget of the original's steps
   PairLimit,  // kMostTimedRounds pairs, or the pairs asked for where more
 };
+// Note: [an inconclusive extra time]
+// Whether the pairs' median extra time is a measurement to state: conclusive
+// where its standard error is known and within kTimedStandardError, however
+// the pairs ended; inconclusive where a limit (the step budget, the 10 s, the
+// pair limit) ended them first. Two pairs that disagree by a third of the step
+// (the demo's "extra +50.5% ... standard error 16.8%", issue 61) say that the
+// machine was busy, not what the rewrite costs, so an inconclusive extra time
+// is not printed as a number: the time line and report.html say
+// "inconclusive", and the outcome's time carries the verdict as a field.
+enum class TimingVerdict { Conclusive, Inconclusive };
+TimingVerdict timingVerdict(const std::optional<double>& extra_share_error);
+// The pairs that would likely bring a standard error of `extra_share_error`
+// over `pairs` within kTimedStandardError (it falls as 1 / sqrt(pairs)), at
+// least one more: what an inconclusive time line suggests for --time-rounds,
+// where it is no more than kMostTimedRounds.
+int pairsForPreciseTiming(const std::optional<double>& extra_share_error, int pairs);
+
 struct StepTimes {
   double original_us = 0;  // median
   // The median over the pairs of (rewritten - original) / original: a pair's
@@ -124,6 +141,7 @@ struct StepTimes {
   // load it is well over rounds times the medians, which skip the slow steps.
   double timed_seconds = 0;
   TimingStop stopped_by = TimingStop::PairLimit;
+  TimingVerdict verdict = TimingVerdict::Inconclusive;  // timingVerdict(extra_share_error)
 };
 // `keep_to_step_budget`: pairs beyond the fewest only while one more keeps the
 // command, counted from this process's start, within kRewriteStepBudget of the

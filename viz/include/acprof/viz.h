@@ -48,6 +48,10 @@ struct MeasuredStepTime {
   double extra_share = 0;  // median over alternated pairs of (rewritten - original) / original
   std::optional<double> extra_share_error;  // that median's standard error, where there are enough pairs
   int pairs = 0;
+  // False where a limit ended the pairs with the standard error over its
+  // bound: the page then says "inconclusive" in place of the extra time
+  // (rewriter.h, Note: [an inconclusive extra time]).
+  bool conclusive = true;
 };
 
 // Before and after a rewrite: both stacked timelines and both totals overlaid,
