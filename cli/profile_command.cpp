@@ -36,7 +36,7 @@ struct ProfileArgs {
 
 // The TorchScript recorder's options that the eager front end does not offer,
 // by flag: refused with --module rather than silently ignored.
-const std::vector<std::string> kTorchScriptOnlyProfileFlags = {"--optimizer", "--warmup", "--iters", "--device",
+const std::vector<std::string> kTorchScriptOnlyProfileFlags = {"--warmup", "--iters", "--device",
                                                                "--jit-optimize", "--compare-jit-optimize",
                                                                "--measure-no-grad-forward"};
 
@@ -48,7 +48,7 @@ void runEagerProfile(const ProfileArgs& args, const std::vector<std::string>& to
                                               args.record.model_path, args.module));
   if (!torchscript_flags_given.empty())
     throw Error(ErrorKind::Usage, fmt::format("{} is not supported with --module (the eager front end records "
-                                              "one step on the CPU, without an optimizer); leave it out",
+                                              "one step on the CPU); leave it out",
                                               torchscript_flags_given.front()));
   if (args.record.run.input_specs.empty())
     throw Error(ErrorKind::Usage, "--module needs one --input per forward argument of the module, e.g. "
@@ -63,6 +63,7 @@ void runEagerProfile(const ProfileArgs& args, const std::vector<std::string>& to
   if (!args.record.run.target_spec.empty()) command.insert(command.end(), {"--target", args.record.run.target_spec});
   if (!args.record.run.loss.empty()) command.insert(command.end(), {"--loss", args.record.run.loss});
   if (!args.record.run.autocast.empty()) command.insert(command.end(), {"--autocast", args.record.run.autocast});
+  if (args.record.run.optimizer != "none") command.insert(command.end(), {"--optimizer", args.record.run.optimizer});
   runEagerCommand(command);
   const Profile profile = readProfileFile(args.output);
   writeViews(profile, args.html, args.trace);

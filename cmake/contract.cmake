@@ -27,6 +27,18 @@ function(acprof_generate_contract json_path out_dir)
   acprof_contract_strings("${contract}" categories category_names)
   acprof_contract_strings("${contract}" losses loss_names)
 
+  string(JSON optimizer_count LENGTH "${contract}" optimizers)
+  math(EXPR last "${optimizer_count} - 1")
+  set(optimizers "")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${contract}" optimizers ${i} name)
+    string(JSON class GET "${contract}" optimizers ${i} class)
+    string(JSON lr GET "${contract}" optimizers ${i} lr)
+    string(JSON momentum GET "${contract}" optimizers ${i} momentum)
+    list(APPEND optimizers "{\"${name}\", \"${class}\", ${lr}, ${momentum}}")
+  endforeach()
+  list(JOIN optimizers ", " optimizers)
+
   string(JSON kind_count LENGTH "${contract}" error_kinds)
   math(EXPR last "${kind_count} - 1")
   set(kinds "")
@@ -48,6 +60,14 @@ inline constexpr int kEventStreamSchemaVersion = ${stream_schema_version};
 inline constexpr const char* kPhaseNames[] = {${phase_names}};
 inline constexpr const char* kCategoryNames[] = {${category_names}};
 inline constexpr const char* kLossNames[] = {${loss_names}};
+// What --optimizer names: the optimizer's class, lr and momentum (0: none); PyTorch's defaults otherwise.
+struct OptimizerEntry {
+  const char* name;
+  const char* torch_class;
+  double lr;
+  double momentum;
+};
+inline constexpr OptimizerEntry kOptimizers[] = {${optimizers}};
 struct ErrorKindEntry {
   const char* name;
   int exit_code;

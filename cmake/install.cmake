@@ -21,6 +21,15 @@ set_target_properties(acprof acprof_torch PROPERTIES
                       INSTALL_RPATH_USE_LINK_PATH ON)
 set_target_properties(acprof_ops PROPERTIES INSTALL_RPATH "${ACPROF_TORCH_LIBRARY_DIR}" INSTALL_RPATH_USE_LINK_PATH ON)
 
+if(SKBUILD)
+  # pip install . (pyproject.toml): the commands into the environment's bin/, the runtime into its
+  # lib/, where $ORIGIN/../lib finds it and acprof.ops_library_path looks (beside the command).
+  install(TARGETS acprof acprof_torch RUNTIME DESTINATION ${SKBUILD_SCRIPTS_DIR})
+  install(TARGETS acprof_ops LIBRARY DESTINATION ${SKBUILD_DATA_DIR}/lib)
+  set_target_properties(acprof acprof_torch PROPERTIES INSTALL_RPATH "$ORIGIN/../lib;${ACPROF_TORCH_LIBRARY_DIR}")
+  return()
+endif()
+
 # acprof starts acprof-torch, beside it, for profile and rewrite (cli/front_main.cpp).
 install(TARGETS acprof acprof_torch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS acprof_ops EXPORT acprofTargets

@@ -7,16 +7,27 @@
 # (/usr/local/cuda here) and takes its NVRTC from the nvidia-* wheels beside it,
 # which Caffe2's config does not look in; both are pointed at here, once.
 
+# pip install . (scikit-build-core): the interpreter pip installs into, whose torch the build links.
+if(SKBUILD AND NOT ACPROF_PYTHON)
+  set(ACPROF_PYTHON ${Python_EXECUTABLE} CACHE FILEPATH "Python with torch")
+endif()
 if(NOT ACPROF_PYTHON AND EXISTS ${CMAKE_SOURCE_DIR}/.venv/bin/python)
   set(ACPROF_PYTHON ${CMAKE_SOURCE_DIR}/.venv/bin/python CACHE FILEPATH "Python with torch")
 endif()
 find_program(ACPROF_PYTHON NAMES python3 REQUIRED)
 
-execute_process(
-  COMMAND ${ACPROF_PYTHON} -c "import os, torch; print(torch.utils.cmake_prefix_path); print(os.path.dirname(os.path.dirname(torch.__file__)))"
-  OUTPUT_VARIABLE torch_paths OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE torch_found)
+set(torch_query "import os, torch; print(torch.utils.cmake_prefix_path); print(os.path.dirname(os.path.dirname(torch.__file__)))")
+execute_process(COMMAND ${ACPROF_PYTHON} -c "${torch_query}"
+                OUTPUT_VARIABLE torch_paths OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE torch_found ERROR_QUIET)
+if(NOT torch_found EQUAL 0 AND SKBUILD)
+  # pip builds in an isolated environment: its PYTHONPATH hides the environment's own packages
+  # from the interpreter. Without it, the same interpreter sees them, torch among them.
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=PYTHONPATH --unset=PYTHONNOUSERSITE ${ACPROF_PYTHON} -c "${torch_query}"
+                  OUTPUT_VARIABLE torch_paths OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE torch_found)
+endif()
 if(NOT torch_found EQUAL 0)
-  message(FATAL_ERROR "acprof: ${ACPROF_PYTHON} cannot import torch; run scripts/setup.sh (it makes .venv with torch)")
+  message(FATAL_ERROR "acprof: ${ACPROF_PYTHON} cannot import torch; run scripts/setup.sh (it makes .venv with torch), "
+                      "or install torch into the environment before `pip install .`")
 endif()
 string(REPLACE "\n" ";" torch_paths "${torch_paths}")
 list(GET torch_paths 0 torch_cmake_prefix)

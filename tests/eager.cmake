@@ -88,11 +88,15 @@ set_tests_properties(eager_profile_peak_equals_torchscript_profile_peak PROPERTI
 
 # `acprof profile --module` and `acprof rewrite` on an eager module written by the test
 # (tests/python/eager_cli_check.py says what each case checks).
-foreach(case end_to_end over_budget capture_differs import_failures)
+foreach(case end_to_end optimizer over_budget capture_differs refusals import_failures)
   if(case STREQUAL "end_to_end")
     set(name eager_cli_profile_plan_rewrite_bit_for_bit_at_predicted_peak)
+  elseif(case STREQUAL "optimizer")
+    set(name eager_cli_adamw_in_the_profiled_step_bit_for_bit_at_predicted_peak)
   elseif(case STREQUAL "over_budget")
     set(name eager_cli_rewrite_over_budget_exits_5)
+  elseif(case STREQUAL "refusals")
+    set(name eager_cli_refusals_are_one_line_with_the_torchscript_exit_codes)
   elseif(case STREQUAL "capture_differs")
     set(name eager_cli_capture_unlike_the_module_exits_6_naming_the_tolerance)
   else()

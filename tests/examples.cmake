@@ -93,6 +93,15 @@ add_test(NAME readme_fit
                  --readme ${CMAKE_SOURCE_DIR}/README.md --package ${CMAKE_SOURCE_DIR}/python)
 set_tests_properties(readme_fit PROPERTIES TIMEOUT 300)
 
+# `pip install .` of a fresh clone into a new venv with torch, then the README's fit block with that
+# venv's Python alone, and the installed acprof command (tests/pip_install_test.sh). It builds the
+# C++ core once more, in the clone (about 6 min of two cores).
+add_test(NAME pip_install_fresh_clone_then_readme_fit
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pip_install_test.sh ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_BINARY_DIR}/pip-install-test ${ACPROF_PYTHON})
+# Started first (COST): it is the longest test, and the suite would otherwise wait on it at the end.
+set_tests_properties(pip_install_fresh_clone_then_readme_fit PROPERTIES TIMEOUT 1500 COST 10000)
+
 # Issue 36: the README is the front door, at most 200 lines; the reference is docs/manual.md.
 add_test(NAME readme_fits_two_hundred_lines
          COMMAND ${ACPROF_PYTHON} -c "import sys; n = len(open(sys.argv[1]).read().splitlines()); print(n, 'lines'); sys.exit(n > 200)"

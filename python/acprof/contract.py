@@ -17,5 +17,7 @@ PHASES = list(_CONTRACT["phases"])
 # The categories of a storage's bytes (profile_format.h Category), in the profile's order.
 CATEGORIES = list(_CONTRACT["categories"])
 LOSSES = tuple(_CONTRACT["losses"])
+# What --optimizer names, by name: the torch.optim class, lr and momentum (0: none).
+OPTIMIZERS = {entry["name"]: entry for entry in _CONTRACT["optimizers"]}
 # The exit code of each error kind, by its name ("usage", "bad_input", ...).
 EXIT_CODES = {kind["name"]: kind["exit_code"] for kind in _CONTRACT["error_kinds"]}

@@ -18,8 +18,6 @@ The model and the optimizer are left as they were. It takes about six training s
 and the planner's time. What it cannot do raises one of acprof.errors' types with one line.
 """
 
-import contextlib
-import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
@@ -29,8 +27,8 @@ import torch
 from . import engine
 from .errors import BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
 from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
-from .eager.graph import EagerGraph
 from .eager.recorder import measure_step, record_profile
+from .eager.step_checks import capture, check_step, first_line, torch_logs_quiet
 from .eager.verification import compare_steps
 
 __all__ = ["fit", "estimate", "apply", "FitResult", "Estimate"]
@@ -111,7 +109,7 @@ def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
     try:
         checkpointed = apply_plan(model, plan, profile=profile, graph=graph)
     except PlanMismatch as e:
-        raise BadInput(f"acprof: {e}") from None
+        raise BadInput(str(e)) from None
     baseline = plan.get("baseline_iteration_time_us", 0)
     result = FitResult(checkpointed, plan, profile, plan["budget_bytes"], profile["summary"]["peak_bytes"],
                        plan["predicted_peak_bytes"], None,
@@ -163,14 +161,14 @@ def apply(model: torch.nn.Module, plan: Union[str, dict], example_inputs: Inputs
         if profile is None:
             profile = _read_json(plan.get("profile_path", ""), "plan's profile")
     if not isinstance(plan.get("segments"), list) or "predicted_peak_bytes" not in plan:
-        raise BadInput("acprof: the plan is not a plan (no segments or predicted peak); pass the plan.json "
+        raise BadInput("the plan is not a plan (no segments or predicted peak); pass the plan.json "
                        "FitResult.save or `acprof plan` wrote")
     inputs = _inputs(example_inputs)
-    with _torch_logs_quiet():
+    with torch_logs_quiet():
         try:
             return apply_plan(model, plan, profile=profile, example_inputs=inputs)
         except PlanMismatch as e:
-            raise BadInput(f"acprof: {e}") from None
+            raise BadInput(str(e)) from None
 
 
 # -- the steps -----------------------------------------------------------------------------------
@@ -178,73 +176,31 @@ def apply(model: torch.nn.Module, plan: Union[str, dict], example_inputs: Inputs
 def _inputs(example_inputs: Inputs) -> tuple:
     inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
     if not inputs or not all(isinstance(x, torch.Tensor) for x in inputs):
-        raise BadInput("acprof: example_inputs must be a tensor or a sequence of tensors, one per positional "
+        raise BadInput("example_inputs must be a tensor or a sequence of tensors, one per positional "
                        "argument of forward")
     return inputs
 
 
-@contextlib.contextmanager
-def _torch_logs_quiet():
-    """torch's own loggers (torch._subclasses.fake_tensor logs a whole traceback when an op refuses
-    a shape) say nothing while acprof runs the user's code; acprof's error says it in one line."""
-    logger = logging.getLogger("torch")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0][:160] if text else type(e).__name__
-
-
 def _profile(model, inputs, loss_fn, optimizer, seed) -> tuple:
     if not isinstance(model, torch.nn.Module):
-        raise BadInput(f"acprof: the model is a {type(model).__name__}, not a torch.nn.Module; pass the module "
-                       "you train")
+        raise BadInput(f"the model is a {type(model).__name__}, not a torch.nn.Module; pass the module you train")
     if not any(p.requires_grad for p in model.parameters()):
-        raise BadInput(f"acprof: {type(model).__name__} has no parameter that requires grad, so a training step "
+        raise BadInput(f"{type(model).__name__} has no parameter that requires grad, so a training step "
                        "stores nothing to recompute; unfreeze the parameters you train")
     loss = loss_fn if loss_fn is not None else "mean"
-    with _torch_logs_quiet():
+    with torch_logs_quiet():
+        check_step(model, inputs, loss, None)
+        graph = capture(model, inputs)
         try:
-            _check_step(model, inputs, loss)
-            graph = EagerGraph(model, inputs)
             return graph, record_profile(model, inputs, loss=loss, graph=graph, optimizer=optimizer, seed=seed)
-        except (BadInput, ModelFails):
-            raise
         except Exception as e:
-            raise ModelFails(f"acprof: the training step of {type(model).__name__} fails in PyTorch "
-                             f"({type(e).__name__}: {_first_line(e)}); fix the model or its inputs") from None
-
-
-def _check_step(model, inputs, loss) -> None:
-    """One forward in eager without grad, so a mistake of the caller's (a shape the model refuses,
-    an output without a floating-point tensor) is named as such before anything is captured."""
-    from .eager.recorder import compute_loss, training_state_kept
-    with training_state_kept(model), torch.no_grad():
-        try:
-            output = model(*inputs)
-        except Exception as e:
-            raise BadInput(f"acprof: {type(model).__name__} refuses example_inputs of shapes "
-                           f"{[list(x.shape) for x in inputs]} ({type(e).__name__}: {_first_line(e)}); pass inputs "
-                           "its forward takes") from None
-        leaves = [t for t in torch.utils._pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
-        if not any(t.is_floating_point() for t in leaves) and not callable(loss):
-            raise BadInput(f"acprof: {type(model).__name__}'s output holds no floating-point tensor to take a "
-                           "loss of; pass loss_fn")
-        try:
-            compute_loss(output, loss, None)
-        except ValueError as e:  # the loss rule's own refusal: a loss function that returns no loss
-            raise BadInput(f"acprof: {e}") from None
+            raise ModelFails(f"the training step of {type(model).__name__} fails in PyTorch "
+                             f"({type(e).__name__}: {first_line(e)}); fix the model or its inputs") from None
 
 
 def _budget_text(budget: Union[str, int]) -> str:
     if isinstance(budget, bool) or not isinstance(budget, (str, int)):
-        raise BadInput(f"acprof: budget {budget!r} is neither bytes nor text such as \"6GB\" or \"60%\"")
+        raise BadInput(f"budget {budget!r} is neither bytes nor text such as \"6GB\" or \"60%\"")
     return f"{budget}B" if isinstance(budget, int) else budget
 
 
@@ -252,14 +208,14 @@ def _outcome(profile: dict, budget: str, solver: str) -> dict:
     try:
         return engine.plan_outcome(profile, budget, solver)
     except engine.EngineError as e:
-        raise BadInput(f"acprof: {e}") from None
+        raise BadInput(str(e)) from None
 
 
 def _plan(profile: dict, budget: Union[str, int], solver: str) -> dict:
     outcome = _outcome(profile, _budget_text(budget), solver)
     if not outcome["feasible"]:
         floor = outcome["smallest_peak_bytes"]
-        raise InfeasibleBudget(f"acprof: no plan fits {budget}: the smallest peak a plan reaches is "
+        raise InfeasibleBudget(f"no plan fits {budget}: the smallest peak a plan reaches is "
                                f"{engine.format_bytes(floor)} ({floor} B); ask for at least that, or see "
                                "acprof.estimate for what it is made of", floor, outcome["floor"])
     return outcome["plan"]
@@ -276,20 +232,20 @@ def _verify(result: FitResult, model, graph, inputs, loss_fn, optimizer, seed) -
                                  "module.", None)
         shown = "; ".join(verdict["differences"][:2])
         if captured["differences"]:
-            raise ModelFails(f"acprof: {type(model).__name__}'s captured graph does not train like the module itself "
+            raise ModelFails(f"{type(model).__name__}'s captured graph does not train like the module itself "
                              f"even with nothing checkpointed ({'; '.join(captured['differences'][:2])}): "
                              "torch.export traced another path than eager runs")
-        raise VerificationFailed(f"acprof: the checkpointed module does not train like {type(model).__name__} "
+        raise VerificationFailed(f"the checkpointed module does not train like {type(model).__name__} "
                                  f"({shown}); please report it with the model")
     result.measured_peak_bytes = after["peak_bytes"]
     result.verification = {"mode": "bitwise", "max_abs_diff": verdict["max_abs_diff"],
                            "gradients_compared": verdict["gradients_compared"],
                            "buffers_compared": verdict["buffers_compared"],
-                           "parameters_compared": len(before.get("parameters", {})),
+                           "parameters_compared": verdict["parameters_compared"],
                            "original_measured_peak_bytes": before["peak_bytes"]}
     if result.measured_peak_bytes > result.budget_bytes:
         over = result.measured_peak_bytes - result.budget_bytes
-        raise BudgetExceeded(f"acprof: the checkpointed module peaked at "
+        raise BudgetExceeded(f"the checkpointed module peaked at "
                              f"{engine.format_bytes(result.measured_peak_bytes)}, {engine.format_bytes(over)} over the "
                              f"budget (predicted {engine.format_bytes(result.predicted_peak_bytes)}); please report "
                              "it with the model")
@@ -301,7 +257,7 @@ def _read_json(path: str, what: str) -> dict:
         with open(path) as handle:
             content = json.load(handle)
     except (OSError, ValueError) as e:
-        raise BadInput(f"acprof: cannot read the {what} {path} ({_first_line(e)}); pass the file acprof wrote") from None
+        raise BadInput(f"cannot read the {what} {path} ({first_line(e)}); pass the file acprof wrote") from None
     if not isinstance(content, dict):
-        raise BadInput(f"acprof: the {what} {path} is not an acprof file; pass the file acprof wrote")
+        raise BadInput(f"the {what} {path} is not an acprof file; pass the file acprof wrote")
     return content

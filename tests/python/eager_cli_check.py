@@ -19,6 +19,12 @@ Cases (each exits 1 with the reason unless everything it names holds):
                    model_fails, one line saying the captured graph with nothing checkpointed does not
                    train like the module and naming the --tolerance that accepts it, and writes no
                    report; with that tolerance it exits 0, verified within it.
+  optimizer        profile --optimizer adamw: profile.json counts AdamW's state (two moments of the
+                   weights) and has an optimizer step; the rewrite verifies the stepped parameters bit
+                   for bit and measures exactly the predicted peak, within the budget.
+  refusals         a shape the module refuses, a forward returning a Python int, a Python if on a
+                   tensor's value: each one line under 200 characters naming it (exit 1, 1, 6), no
+                   profile written.
   import_failures  a Python that does not exist, one without torch, one whose acprof has no eager,
                    a factory module that does not import and a function that is not there: each
                    exits 7 with one line `acprof: error: ...` naming the fix, and writes no profile.
@@ -73,6 +79,38 @@ class TracedPath(nn.Module):
 def make_model():
     return TracedPath()
 '''
+REFUSED_MODELS = '''import torch
+from torch import nn
+
+
+class ReturnsInt(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+    def forward(self, x):
+        return int(self.fc(x).sum() > 0)
+
+
+class BranchesOnAValue(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.sum() > 0:
+            return torch.relu(y)
+        return y
+
+
+def returns_int():
+    return ReturnsInt()
+
+
+def branches_on_a_value():
+    return BranchesOnAValue()
+'''
 INPUT = "float32[128,64]"
 PARAMETERS = 6 * 4 + 2  # per block: linear weight and bias, batch norm weight and bias; the head's two
 
@@ -93,8 +131,8 @@ def outcome(path):
         return json.load(handle)
 
 
-def profile_and_plan(acprof, work, env):
-    run(acprof, ["profile", "--module", "net.py:make_model", "--input", INPUT], work, env, 0)
+def profile_and_plan(acprof, work, env, extra=()):
+    run(acprof, ["profile", "--module", "net.py:make_model", "--input", INPUT, *extra], work, env, 0)
     peak = outcome(os.path.join(work, "profile.json"))["summary"]["peak_bytes"]
     run(acprof, ["plan", "--budget", "1B", "-o", "unused.json", "--outcome", "floor.json"], work, env, 3)
     floor = outcome(os.path.join(work, "floor.json"))["floor"]["peak_bytes"]
@@ -132,6 +170,28 @@ def end_to_end(acprof, work, env):
         check_report(name, result, plan)
     print(f"eager_cli_check: {len(plan['segments'])} segment(s), measured = predicted = "
           f"{plan['predicted_peak_bytes']} B within {plan['budget_bytes']} B, bit for bit, both ways of naming the factory")
+
+
+def optimizer(acprof, work, env):
+    plan = profile_and_plan(acprof, work, env, ["--optimizer", "adamw"])
+    profile = outcome(os.path.join(work, "profile.json"))
+    state = profile["summary"]["peak_breakdown"]["optimizer_state"]
+    weights = profile["summary"]["peak_breakdown"]["weight"]
+    if profile["meta"]["optimizer"] != "adamw" or state < 2 * weights:
+        fail(f"profile.json says optimizer {profile['meta']['optimizer']}, {state} B of its state at the peak "
+             f"(AdamW keeps two moments of the {weights} B of weights)")
+    if not any(step["phase"] == "optimizer" for step in profile["steps"]):
+        fail("profile.json has no optimizer step")
+    run(acprof, ["rewrite", "--outcome", "adamw.json"], work, env, 0)
+    result = outcome(os.path.join(work, "adamw.json"))["result"]
+    verification, peak = result["verification"], result["peak"]
+    if verification is None or verification["mode"] != "bitwise" or verification["parameters_compared"] != PARAMETERS:
+        fail(f"the AdamW step is not verified bit for bit over {PARAMETERS} stepped parameters: {verification}")
+    if not peak["measured_bytes"] == peak["predicted_bytes"] <= plan["budget_bytes"]:
+        fail(f"with AdamW: measured peak {peak['measured_bytes']} B, predicted {peak['predicted_bytes']} B, "
+             f"budget {plan['budget_bytes']} B")
+    print(f"eager_cli_check: AdamW in the step, {len(plan['segments'])} segment(s), measured = predicted = "
+          f"{peak['measured_bytes']} B within {plan['budget_bytes']} B, parameters bit for bit")
 
 
 def check_report(name, result, plan):
@@ -200,6 +260,26 @@ def capture_differs(acprof, work, env):
     print(f"eager_cli_check: the capture differs by {tolerance}; refused (exit 6), then accepted with --tolerance")
 
 
+def refusals(acprof, work, env):
+    """Mistakes the eager front end printed 19-22 lines for (torch's logged traceback, then acprof's
+    line): each is now one line under 200 characters naming it, the TorchScript door's exit code
+    for the same mistake (a shape the model refuses is bad input, 1), and no profile."""
+    with open(os.path.join(work, "refused.py"), "w") as out:
+        out.write(REFUSED_MODELS)
+    cases = [("a shape that does not fit", "net.py:make_model", "float32[4,9]", 1, "refuses inputs float32[4, 9]"),
+             ("an output that is a Python int", "refused.py:returns_int", INPUT, 1, "no floating-point tensor"),
+             ("a Python if on a tensor's value", "refused.py:branches_on_a_value", INPUT, 6,
+              "cannot follow a Python branch on a tensor's value")]
+    for what, factory, spec, code, names in cases:
+        done = run(acprof, ["profile", "--module", factory, "--input", spec, "-o", "refused.json"], work, env, code)
+        lines = done.stderr.strip().splitlines()
+        if len(lines) != 1 or len(lines[0]) >= 200 or names not in lines[0] or not lines[0].startswith("acprof: "):
+            fail(f"{what}: expected one line under 200 characters naming '{names}', got:\n{done.stderr}")
+        if os.path.exists(os.path.join(work, "refused.json")):
+            fail(f"{what}: a profile was written")
+        print(f"eager_cli_check: {what}: exit {code}, {lines[0]}")
+
+
 def import_failures(acprof, work, env, python):
     # An acprof package without the eager front end (an older install), first on the path, so that
     # the case holds whether or not acprof is installed in the interpreter's environment.
@@ -239,7 +319,8 @@ def main():
     parser.add_argument("--python", required=True, help="the Python with torch the eager front end runs on")
     parser.add_argument("--package", required=True, help="the acprof Python package's source (python/)")
     parser.add_argument("--work", required=True)
-    parser.add_argument("--case", choices=["end_to_end", "over_budget", "capture_differs", "import_failures"],
+    parser.add_argument("--case", choices=["end_to_end", "optimizer", "over_budget", "capture_differs", "refusals",
+                                                   "import_failures"],
                         required=True)
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
@@ -251,10 +332,14 @@ def main():
     acprof = os.path.abspath(args.acprof)
     if args.case == "end_to_end":
         end_to_end(acprof, args.work, env)
+    elif args.case == "optimizer":
+        optimizer(acprof, args.work, env)
     elif args.case == "over_budget":
         over_budget(acprof, args.work, env)
     elif args.case == "capture_differs":
         capture_differs(acprof, args.work, env)
+    elif args.case == "refusals":
+        refusals(acprof, args.work, env)
     else:
         import_failures(acprof, args.work, env, args.python)
 

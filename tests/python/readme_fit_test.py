@@ -3,6 +3,7 @@ saved as train.py in a fresh directory and run there by the Python that has torc
 package freshly installed by pip (not the source tree).
 
     readme_fit_test.py --readme README.md --package python/
+    readme_fit_test.py --readme README.md --python VENV/bin/python    (acprof installed there)
 
 Specifies, besides the block running: fit checkpointed at least one segment, verified bit for bit,
 and the checkpointed module's measured peak equals the predicted peak to the byte and is within
@@ -17,7 +18,8 @@ import shutil
 import sys
 import tempfile
 
-from readme_steps import install_package, run, section_blocks
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from readme_steps import install_package, run, section_blocks  # noqa: E402
 
 SECTION = "## In your training script: acprof.fit"
 
@@ -42,21 +44,23 @@ def fail(reason):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--readme", required=True)
-    parser.add_argument("--package", required=True, help="the acprof Python package's source (python/)")
+    parser.add_argument("--package", help="the acprof Python package's source (python/), pip installed afresh")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the Python to run the block with; without --package, acprof must be installed in it")
     args = parser.parse_args()
     blocks = [text for language, text in section_blocks(open(args.readme).read(), SECTION) if language == "python"]
     if len(blocks) != 1:
         fail(f"expected one python block in the README's '{SECTION}', found {len(blocks)}")
     work = tempfile.mkdtemp(prefix="acprof-readme-fit.")
     try:
-        site = install_package(args.package, work)
         cwd = os.path.join(work, "user")
         os.mkdir(cwd)
         with open(os.path.join(cwd, "train.py"), "w") as out:
             out.write(blocks[0] + "\nimport os\n" + CHECK)
         env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "ACPROF_OPS_LIBRARY")}
-        env["PYTHONPATH"] = site
-        done = run([sys.executable, "train.py"], cwd, env, "the README's acprof.fit block")
+        if args.package:
+            env["PYTHONPATH"] = install_package(args.package, work)
+        done = run([args.python, "train.py"], cwd, env, "the README's acprof.fit block")
         print(done.stdout.strip())
         lines = [line for line in done.stdout.splitlines() if line.startswith("ACPROF-CHECK ")]
         if not lines:

@@ -11,19 +11,32 @@
 
 #include <fmt/format.h>
 
+#include "acprof/contract.h"
 #include "acprof/recorder.h"
 #include "acprof/torch_compat.h"
 
 namespace acprof {
 namespace {
 
+const contract::OptimizerEntry* optimizerEntry(const std::string& kind) {
+  for (const contract::OptimizerEntry& entry : contract::kOptimizers)
+    if (kind == entry.name) return &entry;
+  return nullptr;
+}
+
+// The hyperparameters are contract.json's, which the Python front end reads too.
 std::unique_ptr<torch::optim::Optimizer> makeTorchOptimizer(const std::string& kind,
                                                             std::vector<at::Tensor> parameters) {
-  if (kind == "sgd")
-    return std::make_unique<torch::optim::SGD>(std::move(parameters), torch::optim::SGDOptions(0.01).momentum(0.9));
-  if (kind == "adam") return std::make_unique<torch::optim::Adam>(std::move(parameters), torch::optim::AdamOptions(1e-3));
-  if (kind == "adamw")
-    return std::make_unique<torch::optim::AdamW>(std::move(parameters), torch::optim::AdamWOptions(1e-3));
+  const contract::OptimizerEntry* entry = optimizerEntry(kind);
+  if (entry == nullptr) return nullptr;
+  const std::string torch_class = entry->torch_class;
+  if (torch_class == "SGD")
+    return std::make_unique<torch::optim::SGD>(std::move(parameters),
+                                               torch::optim::SGDOptions(entry->lr).momentum(entry->momentum));
+  if (torch_class == "Adam")
+    return std::make_unique<torch::optim::Adam>(std::move(parameters), torch::optim::AdamOptions(entry->lr));
+  if (torch_class == "AdamW")
+    return std::make_unique<torch::optim::AdamW>(std::move(parameters), torch::optim::AdamWOptions(entry->lr));
   return nullptr;
 }
 
@@ -44,7 +57,11 @@ std::vector<std::pair<std::string, at::Tensor>> namedStateTensors(const torch::o
 }  // namespace
 
 const std::vector<std::string>& optimizerKinds() {
-  static const std::vector<std::string> kinds{"none", "sgd", "adam", "adamw"};
+  static const std::vector<std::string> kinds = [] {
+    std::vector<std::string> names{"none"};
+    for (const contract::OptimizerEntry& entry : contract::kOptimizers) names.push_back(entry.name);
+    return names;
+  }();
   return kinds;
 }
 

@@ -37,10 +37,12 @@ from typing import Any, List, Optional, Sequence
 
 import torch
 
-from ..contract import EXIT_CODES, LOSSES
+from ..contract import EXIT_CODES, LOSSES, OPTIMIZERS
 from .apply import PlanMismatch, apply_plan
 from ..engine import format_bytes, write_json
+from ..errors import AcprofError
 from .recorder import measure_step, record_profile
+from .step_checks import capture, check_step, first_line, torch_logs_quiet
 from .verification import compare_steps
 
 EAGER_PREFIX = "eager:"
@@ -98,7 +100,7 @@ def load_factory(text: str):
         raise
     except BaseException as e:  # a SyntaxError or SystemExit inside the user's module too
         raise CommandError("python_import", f"--module '{text}': {sys.executable} cannot import {location} "
-                                            f"({type(e).__name__}: {_first_line(e)}); fix that module, or run "
+                                            f"({type(e).__name__}: {first_line(e)}); fix that module, or run "
                                             "acprof from the directory it is importable from (or set PYTHONPATH)")
     factory = getattr(module, function, None)
     if not callable(factory):
@@ -114,16 +116,11 @@ def make_module(text: str, seed: int) -> torch.nn.Module:
         module = factory()
     except Exception as e:
         raise CommandError("model_fails", f"--module '{text}': the factory raised {type(e).__name__}: "
-                                          f"{_first_line(e)}")
+                                          f"{first_line(e)}")
     if not isinstance(module, torch.nn.Module):
         raise CommandError("bad_input", f"--module '{text}' returned a {type(module).__name__}, not an "
                                         "nn.Module; return the model to train")
     return module
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
 
 
 # -- inputs --------------------------------------------------------------------------------------
@@ -163,6 +160,20 @@ def make_inputs(specs: Sequence[str], target_spec: str, seed: int):
     return inputs, target
 
 
+def make_optimizer(name: str, module: torch.nn.Module) -> Optional[torch.optim.Optimizer]:
+    """The optimizer --optimizer names over the module's parameters, as the C++ recorder makes
+    LibTorch's (contract.json's class, lr and momentum; PyTorch's defaults otherwise); None for none."""
+    if name in ("", "none"):
+        return None
+    entry = OPTIMIZERS.get(name)
+    if entry is None:
+        raise CommandError("usage", f"--optimizer {name} is not one of none, {', '.join(OPTIMIZERS)}")
+    options = {"lr": entry["lr"]}
+    if entry["momentum"]:
+        options["momentum"] = entry["momentum"]
+    return getattr(torch.optim, entry["class"])(module.parameters(), **options)
+
+
 def _loss_name(loss: str, target_spec: str) -> str:
     if loss == "auto":
         return "mean"
@@ -182,12 +193,17 @@ def profile_command(args) -> dict:
     loss = _loss_name(args.loss, args.target)
     module = make_module(args.module, args.seed)
     inputs, target = make_inputs(args.input, args.target, args.seed)
-    try:
-        profile = record_profile(module, inputs, loss=loss, target=target, seed=args.seed,
-                                 command=args.command or " ".join(sys.argv), autocast=args.autocast)
-    except Exception as e:
-        raise CommandError("model_fails", f"the training step of {args.module} failed: {type(e).__name__}: "
-                                          f"{_first_line(e)}")
+    optimizer = make_optimizer(args.optimizer, module)
+    with torch_logs_quiet():
+        check_step(module, inputs, loss, target)
+        graph = capture(module, inputs)
+        try:
+            profile = record_profile(module, inputs, loss=loss, target=target, seed=args.seed, graph=graph,
+                                     command=args.command or " ".join(sys.argv), autocast=args.autocast,
+                                     optimizer=optimizer)
+        except Exception as e:
+            raise CommandError("model_fails", f"the training step of {args.module} failed: {type(e).__name__}: "
+                                              f"{first_line(e)}")
     meta = profile["meta"]
     meta["model_path"] = EAGER_PREFIX + factory_reference(args.module)
     meta["input_specs"] = list(args.input)  # as typed: the value ranges draw the same inputs again
@@ -207,7 +223,7 @@ def _read_json(path: str, what: str) -> dict:
         with open(path) as handle:
             return json.load(handle)
     except (OSError, ValueError) as e:
-        raise CommandError("bad_input", f"cannot read the {what} {path} ({_first_line(e)}); pass the {what} "
+        raise CommandError("bad_input", f"cannot read the {what} {path} ({first_line(e)}); pass the {what} "
                                         "acprof wrote")
 
 
@@ -238,20 +254,22 @@ def _shown(differences: List[str]) -> str:
 @dataclasses.dataclass
 class ProfiledStep:
     """The training step a profile recorded, as the rewrite repeats it: the module's factory and
-    seed, its inputs and target, its loss and autocast."""
+    seed, its inputs and target, its loss, autocast and optimizer (a fresh one per measured step,
+    over the measured module's parameters, as the profile's was)."""
     factory: str
     seed: int
     inputs: Sequence[Any]
     target: Optional[torch.Tensor]
     loss: str
     autocast: str
+    optimizer: str = "none"
 
     def make_module(self) -> torch.nn.Module:
         return make_module(self.factory, self.seed)
 
     def measure(self, module: torch.nn.Module, profile_meta: Optional[dict] = None) -> dict:
         return measure_step(module, self.inputs, self.loss, self.target, seed=self.seed, autocast=self.autocast,
-                            profile_meta=profile_meta)
+                            profile_meta=profile_meta, optimizer=make_optimizer(self.optimizer, module))
 
 
 def _capture_differs(step: ProfiledStep, plan: dict, profile: dict, before: dict,
@@ -285,7 +303,8 @@ def _verify(step: ProfiledStep, plan: dict, profile: dict, original: torch.nn.Mo
                            f"{_shown(verdict['differences'])}; report this profile and plan")
     mode = "bitwise" if tolerance is None else "tolerance"
     return {"mode": mode, "tolerance": tolerance, "max_abs_diff": verdict["max_abs_diff"],
-            "gradients_compared": verdict["gradients_compared"], "buffers_compared": verdict["buffers_compared"]}
+            "gradients_compared": verdict["gradients_compared"], "buffers_compared": verdict["buffers_compared"],
+            "parameters_compared": verdict["parameters_compared"]}
 
 
 def rewrite_command(args) -> dict:
@@ -299,7 +318,8 @@ def rewrite_command(args) -> dict:
     factory = factory_of_plan(plan, args.module)
     seed = int(meta.get("seed", 0))
     inputs, target = make_inputs(meta["input_specs"], meta.get("target_spec", ""), seed)
-    step = ProfiledStep(factory, seed, inputs, target, meta.get("loss", "mean"), meta.get("autocast", ""))
+    step = ProfiledStep(factory, seed, inputs, target, meta.get("loss", "mean"), meta.get("autocast", ""),
+                        meta.get("optimizer", "none"))
     module = step.make_module()
     original = copy.deepcopy(module)
     try:
@@ -375,6 +395,7 @@ def _parser() -> argparse.ArgumentParser:
     profile.add_argument("--target", default="", help="target spec for --loss cross_entropy")
     profile.add_argument("--loss", default="auto", help=f"auto (mean), {', '.join(LOSSES)}")
     profile.add_argument("--autocast", default="", help="bfloat16: forward and loss under CPU autocast")
+    profile.add_argument("--optimizer", default="none", help=f"none, {', '.join(OPTIMIZERS)}: its step after backward")
     profile.add_argument("--seed", type=int, default=0)
     profile.add_argument("-o", "--output", default="profile.json")
     profile.add_argument("--command", default="", help="the command line to record in the profile")
@@ -405,11 +426,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         result = run(args)
     except CommandError as e:
         kind, message, result, difference = e.kind, str(e), e.result, e.difference
+    except AcprofError as e:  # the checks the eager command shares with acprof.fit
+        kind, message = e.kind, str(e)
     except Exception as e:
         if os.environ.get("ACPROF_FULL_ERRORS"):
             traceback.print_exc()
         kind = "internal"
-        message = (f"{type(e).__name__}: {_first_line(e)} (an internal error of acprof's eager front end; please "
+        message = (f"{type(e).__name__}: {first_line(e)} (an internal error of acprof's eager front end; please "
                    "report it with the command line, and with ACPROF_FULL_ERRORS=1 set for the traceback)")
     sys.stdout.flush()
     if args.result:

@@ -32,4 +32,4 @@ def compare_steps(before: dict, after: dict, prefix: str, tolerance: Optional[fl
         for name, value in before.get(kind, {}).items():
             check(f"{kind[:-1]} {name}", value, after[kind].get(prefix + name))
     return {"differences": differences, "max_abs_diff": largest, "gradients_compared": len(before["gradients"]),
-            "buffers_compared": len(before["buffers"])}
+            "buffers_compared": len(before["buffers"]), "parameters_compared": len(before.get("parameters", {}))}
