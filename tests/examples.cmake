@@ -106,3 +106,8 @@ set_tests_properties(pip_install_fresh_clone_then_readme_fit PROPERTIES TIMEOUT 
 add_test(NAME readme_fits_two_hundred_lines
          COMMAND ${ACPROF_PYTHON} -c "import sys; n = len(open(sys.argv[1]).read().splitlines()); print(n, 'lines'); sys.exit(n > 200)"
                  ${CMAKE_SOURCE_DIR}/README.md)
+
+# Issue 64: ARCHITECTURE.md's source-layout table names every folder git tracks files in, and
+# only those (tests/architecture_layout_check.py; needs git, and the source tree a git checkout).
+add_test(NAME architecture_layout_matches_git_ls_files
+         COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/architecture_layout_check.py --root ${CMAKE_SOURCE_DIR})
