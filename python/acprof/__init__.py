@@ -2,7 +2,7 @@
 
     import acprof
     fitted = acprof.fit(model, example_inputs, budget="6GB", loss_fn=..., optimizer=...)
-    fitted.module                       # checkpointed; trains the model's own parameters
+    fitted.module is model              # the plan is installed in the model's own forward
     acprof.estimate(model, example_inputs, budget="6GB").verdict   # before training: will it fit?
     acprof.apply(model, "plan.json", example_inputs)                # a plan fitted.save() wrote
 
@@ -41,9 +41,9 @@ import torch
 
 from .errors import (AcprofError, BadInput, BudgetExceeded, InfeasibleBudget, ModelFails,  # noqa: E402
                      VerificationFailed)
-from .fit import Estimate, FitResult, apply, estimate, fit  # noqa: E402
+from .fit import Estimate, FitResult, apply, estimate, fit, installed_plan, uninstall  # noqa: E402
 
-__all__ = ["fit", "estimate", "apply", "FitResult", "Estimate", "AcprofError", "BadInput", "InfeasibleBudget",
+__all__ = ["fit", "estimate", "apply", "uninstall", "installed_plan", "FitResult", "Estimate", "AcprofError", "BadInput", "InfeasibleBudget",
            "VerificationFailed", "BudgetExceeded", "ModelFails", "load", "ops_library_path", "OpsLibraryNotFound"]
 __version__ = "0.1.0"
 

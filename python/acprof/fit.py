@@ -19,6 +19,7 @@ and the planner's time. What it cannot do raises one of acprof.errors' types wit
 """
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -31,7 +32,7 @@ from .eager.recorder import measure_step, record_profile
 from .eager.step_checks import capture, check_step, first_line, torch_logs_quiet
 from .eager.verification import compare_steps
 
-__all__ = ["fit", "estimate", "apply", "FitResult", "Estimate"]
+__all__ = ["fit", "estimate", "apply", "install", "uninstall", "installed_plan", "FitResult", "Estimate"]
 
 Inputs = Union[torch.Tensor, Sequence[torch.Tensor]]
 
@@ -41,7 +42,8 @@ class FitResult:
     """What fit made and measured.
 
     Attributes:
-        module: the checkpointed module; it trains the model's own parameters.
+        module: the model itself, whose forward now runs the plan in training (fit installs it:
+            the same object, class, attributes and state_dict keys; `remove()` takes it out).
         plan: plan.json's content (segments, predicted peak and extra time).
         profile: profile.json's content of the model's step, which the plan was made from.
         budget_bytes: the budget in bytes.
@@ -63,6 +65,10 @@ class FitResult:
     predicted_extra_time_share: float
     segments: int
     verification: Optional[dict] = field(default=None)
+
+    def remove(self) -> None:
+        """Takes the plan out of the model: its forward is its class's again."""
+        uninstall(self.module)
 
     def save(self, path: str) -> None:
         """Writes the plan to `path` and its profile beside it (`<path without .json>.profile.json`),
@@ -104,6 +110,7 @@ def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
     from (default: the mean of the output's floating-point tensors); `optimizer`, over the model's
     parameters, steps after backward, as in the user's loop."""
     inputs = _inputs(example_inputs)
+    uninstall(model)
     graph, profile = _profile(model, inputs, loss_fn, optimizer, seed)
     plan = _plan(profile, budget, solver)
     try:
@@ -111,11 +118,14 @@ def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
     except PlanMismatch as e:
         raise BadInput(str(e)) from None
     baseline = plan.get("baseline_iteration_time_us", 0)
-    result = FitResult(checkpointed, plan, profile, plan["budget_bytes"], profile["summary"]["peak_bytes"],
+    result = FitResult(model, plan, profile, plan["budget_bytes"], profile["summary"]["peak_bytes"],
                        plan["predicted_peak_bytes"], None,
                        plan.get("extra_time_us", 0) / baseline if baseline > 0 else 0.0, len(plan["segments"]))
+    loss = loss_fn if loss_fn is not None else "mean"
+    before = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer) if verify else None
+    install(model, checkpointed, inputs)
     if verify:
-        _verify(result, model, graph, inputs, loss_fn, optimizer, seed)
+        _verify(result, before, checkpointed, graph, inputs, loss, optimizer, seed)
     return result
 
 
@@ -147,9 +157,10 @@ def estimate(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, 
     return answer
 
 
-def apply(model: torch.nn.Module, plan: Union[str, dict], example_inputs: Inputs) -> CheckpointedModule:
-    """`model` with a plan made earlier (FitResult.save, or `acprof plan` of its profile) applied,
-    without profiling again. The plan names its profile (profile_path), read from beside it."""
+def apply(model: torch.nn.Module, plan: Union[str, dict], example_inputs: Inputs) -> torch.nn.Module:
+    """`model` with a plan made earlier (FitResult.save, or `acprof plan` of its profile) installed,
+    without profiling again (see install); returns the model. The plan names its profile
+    (profile_path), read from beside it."""
     if isinstance(plan, str):
         plan_path = plan
         plan = _read_json(plan_path, "plan")
@@ -164,11 +175,59 @@ def apply(model: torch.nn.Module, plan: Union[str, dict], example_inputs: Inputs
         raise BadInput("the plan is not a plan (no segments or predicted peak); pass the plan.json "
                        "FitResult.save or `acprof plan` wrote")
     inputs = _inputs(example_inputs)
+    uninstall(model)
     with torch_logs_quiet():
         try:
-            return apply_plan(model, plan, profile=profile, example_inputs=inputs)
+            checkpointed = apply_plan(model, plan, profile=profile, example_inputs=inputs)
         except PlanMismatch as e:
             raise BadInput(str(e)) from None
+    return install(model, checkpointed, inputs)
+
+
+def install(model: torch.nn.Module, checkpointed: CheckpointedModule, inputs: Sequence[torch.Tensor]):
+    """Makes the model's own forward run the plan: an instance attribute `forward` (nn.Module's
+    call finds it before the class's), so the model stays the same object, of the same class, with
+    its attributes (a Hugging Face model's config and generate) and its state_dict keys.
+    In training with grad, a call with tensors of the fitted shapes and dtypes runs the plan
+    (`checkpointed`, the captured graph with its segments). Any other call runs the class's own
+    forward: in eval or under no_grad there is nothing to recompute; at other shapes, or with
+    keyword arguments, the plan does not apply, and the first such call warns in one line that its
+    memory is not the plan's. Returns the model."""
+    fitted = [(tuple(x.shape), x.dtype) for x in inputs]
+    own_forward = type(model).forward
+    warned = []
+
+    def forward(*args, **kwargs):
+        if model.training and torch.is_grad_enabled():
+            called = [(tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else None for a in args]
+            if not kwargs and called == fitted:
+                return checkpointed(*args)
+            if not warned:
+                warned.append(True)
+                shapes = [c[0] if c else type(a).__name__ for c, a in zip(called, args)]
+                warnings.warn(f"acprof: {type(model).__name__} was fitted at {[list(f[0]) for f in fitted]}; this call "
+                              f"({[list(s) if isinstance(s, tuple) else s for s in shapes]}"
+                              f"{', keywords' if kwargs else ''}) runs without the plan, so its memory is not the "
+                              "plan's: fit at the shape you train at", stacklevel=2)
+        return own_forward(model, *args, **kwargs)
+
+    forward.acprof_checkpointed = checkpointed
+    uninstall(model)
+    model.forward = forward
+    return model
+
+
+def uninstall(model: torch.nn.Module) -> None:
+    """Takes a plan that fit or apply installed out of the model (nothing where there is none)."""
+    installed = model.__dict__.get("forward")
+    if installed is not None and hasattr(installed, "acprof_checkpointed"):
+        del model.__dict__["forward"]
+
+
+def installed_plan(model: torch.nn.Module) -> Optional[CheckpointedModule]:
+    """The checkpointed graph fit or apply installed in the model, or None."""
+    installed = model.__dict__.get("forward")
+    return getattr(installed, "acprof_checkpointed", None)
 
 
 # -- the steps -----------------------------------------------------------------------------------
@@ -221,15 +280,17 @@ def _plan(profile: dict, budget: Union[str, int], solver: str) -> dict:
     return outcome["plan"]
 
 
-def _verify(result: FitResult, model, graph, inputs, loss_fn, optimizer, seed) -> None:
-    loss = loss_fn if loss_fn is not None else "mean"
-    before = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer)
-    after = measure_step(result.module, inputs, loss, seed=seed, optimizer=optimizer)
-    verdict = compare_steps(before, after, "module.", None)
+def _verify(result: FitResult, before: dict, checkpointed: CheckpointedModule, graph, inputs, loss, optimizer,
+            seed) -> None:
+    """One step of the model with the plan installed against `before`, one without it."""
+    model = result.module
+    after = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, graph=graph)
+    verdict = compare_steps(before, after, "", None)
     if verdict["differences"]:
         plain = CheckpointedModule(model, graph, dict(result.plan, segments=[]))
         captured = compare_steps(before, measure_step(plain, inputs, loss, seed=seed, optimizer=optimizer),
                                  "module.", None)
+        uninstall(model)
         shown = "; ".join(verdict["differences"][:2])
         if captured["differences"]:
             raise ModelFails(f"{type(model).__name__}'s captured graph does not train like the module itself "
@@ -244,6 +305,7 @@ def _verify(result: FitResult, model, graph, inputs, loss_fn, optimizer, seed) -
                            "parameters_compared": verdict["parameters_compared"],
                            "original_measured_peak_bytes": before["peak_bytes"]}
     if result.measured_peak_bytes > result.budget_bytes:
+        uninstall(model)
         over = result.measured_peak_bytes - result.budget_bytes
         raise BudgetExceeded(f"the checkpointed module peaked at "
                              f"{engine.format_bytes(result.measured_peak_bytes)}, {engine.format_bytes(over)} over the "

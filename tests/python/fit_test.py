@@ -208,3 +208,46 @@ def test_gpt2_from_a_config_with_adamw_measures_its_prediction():
     assert fitted.verification["mode"] == "bitwise"
     print(json.dumps({"peak": answer.peak_bytes, "floor": answer.floor_bytes, "budget": budget,
                       "predicted": fitted.predicted_peak_bytes, "measured": fitted.measured_peak_bytes}))
+
+
+def test_the_fitted_module_is_the_model_itself_and_other_calls_run_its_own_forward(recwarn):
+    model, inputs = net_and_inputs()
+    keys = list(model.state_dict())
+    _, budget = halfway(model, inputs)
+    fitted = acprof.fit(model, inputs, budget=budget, loss_fn=mean_loss)
+    assert fitted.module is model and type(model) is Net and list(model.state_dict()) == keys
+    assert acprof.installed_plan(model) is not None and len(acprof.installed_plan(model).segments) == fitted.segments
+    assert not recwarn.list
+    with torch.no_grad():                                     # no grad: the class's forward, silently
+        torch.manual_seed(5)
+        expected = Net.forward(model, *inputs)                # dropout on (train mode): the same masks
+        torch.manual_seed(5)
+        assert torch.equal(model(*inputs), expected)
+    model.eval()
+    assert torch.equal(model(*inputs), Net.forward(model, *inputs))
+    model.train()
+    assert not recwarn.list
+    short = torch.randint(0, 128, (3, 32))                   # a short last batch: runs, and says so once
+    mean_loss(model(short)).backward()
+    mean_loss(model(short)).backward()
+    assert len(recwarn.list) == 1 and "runs without the plan" in str(recwarn.list[0].message)
+    fitted.remove()
+    assert "forward" not in model.__dict__ and acprof.installed_plan(model) is None
+
+
+def test_a_hugging_face_model_keeps_its_config_and_generate_after_fit():
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=256, n_positions=64,
+                                     bos_token_id=0, eos_token_id=0, use_cache=False)
+    model = transformers.GPT2LMHeadModel(config)
+    inputs = (torch.randint(0, 256, (2, 32)),)
+    logits_loss = lambda output: output.logits.float().pow(2).mean()  # noqa: E731
+    answer = acprof.estimate(model, inputs, loss_fn=logits_loss)
+    fitted = acprof.fit(model, inputs, budget=(answer.peak_bytes + answer.floor_bytes) // 2, loss_fn=logits_loss)
+    assert fitted.module is model and fitted.measured_peak_bytes == fitted.predicted_peak_bytes
+    assert model.config is config
+    model.eval()
+    generated = model.generate(inputs[0][:1, :8], max_new_tokens=4, do_sample=False, pad_token_id=0)
+    assert generated.shape == (1, 12)

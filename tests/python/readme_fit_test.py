@@ -33,7 +33,8 @@ print("ACPROF-CHECK " + json.dumps({
     "segments": fitted.segments, "budget": int(budget), "budget_bytes": fitted.budget_bytes,
     "predicted": fitted.predicted_peak_bytes, "measured": fitted.measured_peak_bytes,
     "verification": fitted.verification["mode"], "trained": fitted.profile["meta"]["optimizer"],
-    "applied_segments": len(applied.segments), "plan_written": os.path.isfile("plan.profile.json")}))
+    "applied_segments": len(acprof.installed_plan(applied).segments), "applied_in_place": applied is again,
+    "fitted_in_place": fitted.module is model, "plan_written": os.path.isfile("plan.profile.json")}))
 """
 
 
@@ -72,6 +73,8 @@ def main():
         if not (seen["measured"] == seen["predicted"] <= seen["budget_bytes"] == seen["budget"]):
             fail(f"measured {seen['measured']} B, predicted {seen['predicted']} B, budget {seen['budget_bytes']} B "
                  f"(asked {seen['budget']} B)")
+        if not (seen["fitted_in_place"] and seen["applied_in_place"]):
+            fail("fit or apply returned another object than the model")
         if seen["applied_segments"] != seen["segments"] or not seen["plan_written"]:
             fail(f"plan.json applied {seen['applied_segments']} segment(s) of {seen['segments']}")
         print("readme_fit_test: ok")

@@ -374,23 +374,28 @@ def _graph_part(graph: EagerGraph, step: TrainingStep, command: str) -> dict:
 
 def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: Any = "mean",
                  target: Optional[torch.Tensor] = None, seed: int = 0, autocast: str = "",
-                 profile_meta: Optional[dict] = None, optimizer: Optional[torch.optim.Optimizer] = None) -> dict:
+                 profile_meta: Optional[dict] = None, optimizer: Optional[torch.optim.Optimizer] = None,
+                 graph: Optional[EagerGraph] = None) -> dict:
     """One training step of any module, measured as record_profile measures (warm-up, statics,
     the allocator's events): its peak bytes, loss, gradients and buffers afterwards (and the
-    parameters the optimizer stepped, where one is given). With `profile_meta` (the module is an
+    parameters the optimizer stepped, where one is given). The captured graph the module runs
+    (an apply.CheckpointedModule's own, or `graph` for a model whose forward runs one) holds
+    constants that are statics too. With `profile_meta` (the module is an
     apply.CheckpointedModule), also the step as profile.json's content under "profile": its
     forward's instructions as nodes (instruction_nodes), the same timeline and peak, and that meta
     with the measured fields filled, for report.html's after side. The module and the optimizer
     are left as they were."""
     step = TrainingStep(list(inputs), loss, target, seed, autocast, optimizer)
+    if graph is None and isinstance(getattr(module, "graph", None), EagerGraph):
+        graph = module.graph
     with training_state_kept(module, optimizer):
-        return _measure_step(module, step, profile_meta)
+        return _measure_step(module, step, profile_meta, graph)
 
 
-def _measure_step(module, step: TrainingStep, profile_meta: Optional[dict]) -> dict:
+def _measure_step(module, step: TrainingStep, profile_meta: Optional[dict], graph: Optional[EagerGraph]) -> dict:
     inputs = step.inputs
     step.warm_up(module, lambda: module(*inputs))
-    statics = _statics(module, getattr(module, "graph", None), inputs, step.target, step.optimizer)
+    statics = _statics(module, graph, inputs, step.target, step.optimizer)
     ends: Dict[str, Any] = {}
 
     def run():

@@ -12,7 +12,7 @@
 // "iteration": {the IterationRecord and what the recorder knew around it}}.
 // Field names are the C++ structs' (event_stream.h); pointers are integers,
 // null or 0 for none; a step carries its time as `time_us`. docs/manual.md
-// ("The event stream") lists every field. The reader checks every index the
+// ("From your training script: acprof.fit") lists every field. The reader checks every index the
 // derivation follows and rejects a newer or older schema.
 #pragma once
 
