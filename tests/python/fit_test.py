@@ -14,8 +14,10 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import acprof  # noqa: E402
+from eager_end_to_end_check import CausalLM  # noqa: E402  (a Hugging Face causal LM returning its logits)
 
 
 class Block(torch.nn.Module):
@@ -181,15 +183,6 @@ def test_a_plan_made_for_another_model_is_refused(tmp_path):
     with pytest.raises(acprof.BadInput) as raised:
         acprof.apply(other, str(tmp_path / "plan.json"), inputs)
     assert "profile this module" in str(raised.value) or "make the plan" in str(raised.value)
-
-
-class CausalLM(torch.nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids):
-        return self.model(input_ids=input_ids, use_cache=False).logits
 
 
 def test_gpt2_from_a_config_with_adamw_measures_its_prediction():
