@@ -95,7 +95,7 @@ set_tests_properties(readme_fit PROPERTIES TIMEOUT 300)
 
 # `pip install .` of a fresh clone into a new venv with torch, then the README's fit block with that
 # venv's Python alone, and the installed acprof command (tests/pip_install_test.sh). It builds the
-# C++ core once more, in the clone (about 6 min of two cores).
+# C++ core once more, in the clone, one compile at a time (about 10 min of one core).
 add_test(NAME pip_install_fresh_clone_then_readme_fit
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/pip_install_test.sh ${CMAKE_SOURCE_DIR}
                  ${CMAKE_BINARY_DIR}/pip-install-test ${ACPROF_PYTHON})

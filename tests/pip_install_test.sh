@@ -25,7 +25,9 @@ site=$("$work/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()
 
 start=$(date +%s)
 # The project venv's pip installs into the new venv (--python): a venv made without pip has none.
-"$python" -m pip --python "$work/venv/bin/python" install --quiet --disable-pip-version-check "$work/acprof" \
+# One compile at a time: CTest runs another test beside this one on each core it has, and those
+# that time what they run must not share their core with a second compiler.
+CMAKE_BUILD_PARALLEL_LEVEL=1 "$python" -m pip --python "$work/venv/bin/python" install --quiet --disable-pip-version-check "$work/acprof" \
   > "$work/install.log" 2>&1 || { tail -30 "$work/install.log" >&2; echo "pip_install_test: pip install . failed" >&2; exit 1; }
 echo "pip_install_test: pip install . took $(( $(date +%s) - start )) s"
 
