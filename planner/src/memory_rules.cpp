@@ -449,7 +449,19 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   SegmentTiming timing = segmentSpan(index, range);
   if (!timing.has_backward) return timing;
   const SegmentBoundary boundary = index.rules.boundary(range.first_node, range.last_node);
-  for (int v : boundary.replayed_inputs) timing.kept_state_bytes += index.profile.values[v].bytes;
+  // A copy of each written storage (acprof::checkpoint's snapshotOnStorageCopy): one per storage
+  // however many written inputs are on it, its whole bytes; a value whose storage the profile
+  // does not know is its own copy.
+  std::vector<int> copied_storages;
+  for (int v : boundary.replayed_inputs) {
+    const int t = index.profile.values[v].tensor;
+    if (t < 0 || t >= static_cast<int>(index.profile.tensors.size())) {
+      timing.kept_state_bytes += index.profile.values[v].bytes;
+    } else if (std::find(copied_storages.begin(), copied_storages.end(), t) == copied_storages.end()) {
+      copied_storages.push_back(t);
+      timing.kept_state_bytes += index.profile.tensors[t].bytes;
+    }
+  }
   timing.kept_state_bytes += convertedInputBytes(index.profile, boundary);
   addHeldUseGradients(index, boundary, timing);
   addHeldOutputGradients(index, boundary, timing);

@@ -92,7 +92,8 @@
 // made there. Where the original summed in place, the return adds nothing.
 // The checkpoint also keeps, from just before S's forward until End, the
 // generator state it replays (profile meta checkpoint_rng_state_bytes) and a
-// snapshot of each input S writes in place (cut_rules.h replayed inputs); its
+// copy of each storage S writes in place (cut_rules.h replayed inputs; one copy
+// per storage, its whole bytes, however many written inputs are on it); its
 // recompute copies the current generator state once more while it runs.
 #pragma once
 

@@ -1,5 +1,7 @@
 #include "ops/checkpoint_op.h"
 
+#include <unordered_map>
+
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -54,6 +56,27 @@ bool writesObject(const Segment& segment, const std::vector<int64_t>& first, siz
   for (size_t i = 0; i < first.size(); ++i)
     if (first[i] == first[index] && segment.writesInput(i)) return true;
   return false;
+}
+
+// The copy of a written input's storage that the checkpoint keeps, and the
+// input as a view on it: one copy per storage, shared by every written input on
+// it, so that the recompute's writes through one are seen through the others,
+// as forward's were (a buffer read twice, as two attribute reads, is written
+// through one and read through the other: the planner's kept bytes count one
+// copy per storage, memory_rules.cpp segmentTiming).
+at::Tensor snapshotOnStorageCopy(std::unordered_map<const c10::StorageImpl*, at::Tensor>& copies,
+                                 const at::Tensor& input) {
+  const c10::StorageImpl* key = input.storage().unsafeGetStorageImpl();
+  auto copy = copies.find(key);
+  if (copy == copies.end()) {
+    at::Tensor bytes = at::empty({0}, input.options().dtype(at::kByte));
+    const auto nbytes = static_cast<int64_t>(input.storage().nbytes());
+    bytes.set_(input.storage(), 0, {nbytes}, {1});
+    copy = copies.emplace(key, bytes.clone()).first;
+  }
+  at::Tensor view = at::empty({0}, input.options());
+  view.set_(copy->second.storage(), input.storage_offset(), input.sizes(), input.strides());
+  return view;
 }
 
 // The autocast state forward ran under, kept in the context as integers.
@@ -121,14 +144,16 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     const std::vector<int64_t> first = firstOccurrences(*segment, inputs);
     variable_list saved;
     saved.reserve(inputs.size() + 1);
+    std::unordered_map<const c10::StorageImpl*, at::Tensor> storage_copies;
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (first[i] != static_cast<int64_t>(i)) {
         const at::Tensor same = saved[first[i]];  // the same snapshot, when the object is written
         saved.push_back(same);
       } else {
-        saved.push_back(writesObject(*segment, first, i) ? inputs[i].clone() : inputs[i]);
+        saved.push_back(writesObject(*segment, first, i) ? snapshotOnStorageCopy(storage_copies, inputs[i]) : inputs[i]);
       }
     }
+    storage_copies.clear();
     const RngStates rng = RngStates::capture(inputs);
     saved.push_back(rng.cpu);
     std::vector<int64_t> cuda_devices;

@@ -3,7 +3,8 @@
 //
 // Forward runs the segment without recording autograd history and keeps only
 // its inputs, the generator states and, for each input the segment writes in
-// place (a buffer's running statistics), a snapshot taken before forward;
+// place (a buffer's running statistics), a snapshot taken before forward (one
+// copy per storage, shared by the written inputs on it);
 // backward re-runs the segment with grad enabled, under the generator and
 // autocast state forward ran under, on detached inputs (the snapshots for
 // written ones, so the recompute reads what forward read and writes to a

@@ -108,10 +108,25 @@ def _detached_keeping_requires_grad(inputs: Sequence[torch.Tensor], leaves_only:
     return detached
 
 
+def _snapshot_on_storage_copy(copies: dict, x: torch.Tensor) -> torch.Tensor:
+    """A written input as a view on a copy of its storage, one copy per storage (shared by every
+    written input on it), as acprof::checkpoint's snapshotOnStorageCopy keeps it and the planner
+    counts it."""
+    storage = x.untyped_storage()
+    copy = copies.get(storage.data_ptr())
+    if copy is None:
+        copy = copies[storage.data_ptr()] = storage.clone()
+    view = torch.empty(0, dtype=x.dtype, device=x.device)
+    view.set_(copy, x.storage_offset(), x.size(), x.stride())
+    return view
+
+
 class CheckpointFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, segment: SegmentRun, caller_grad_enabled: bool, *inputs: torch.Tensor):
-        saved = [x.clone() if i in segment.written_inputs else x for i, x in enumerate(inputs)]
+        copies = {}
+        saved = [_snapshot_on_storage_copy(copies, x) if i in segment.written_inputs else x for i, x in enumerate(inputs)]
+        del copies
         saved.append(torch.get_rng_state())
         ctx.segment = segment
         ctx.input_count = len(inputs)
