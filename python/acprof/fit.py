@@ -18,6 +18,7 @@ The model and the optimizer are left as they were. It takes about six training s
 and the planner's time. What it cannot do raises one of acprof.errors' types with one line.
 """
 
+import json
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -125,7 +126,7 @@ def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
     before = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer) if verify else None
     install(model, checkpointed, inputs)
     if verify:
-        _verify(result, before, checkpointed, graph, inputs, loss, optimizer, seed)
+        _verify(result, before, graph, inputs, loss, optimizer, seed)
     return result
 
 
@@ -280,8 +281,7 @@ def _plan(profile: dict, budget: Union[str, int], solver: str) -> dict:
     return outcome["plan"]
 
 
-def _verify(result: FitResult, before: dict, checkpointed: CheckpointedModule, graph, inputs, loss, optimizer,
-            seed) -> None:
+def _verify(result: FitResult, before: dict, graph, inputs, loss, optimizer, seed) -> None:
     """One step of the model with the plan installed against `before`, one without it."""
     model = result.module
     after = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, graph=graph)
@@ -314,7 +314,6 @@ def _verify(result: FitResult, before: dict, checkpointed: CheckpointedModule, g
 
 
 def _read_json(path: str, what: str) -> dict:
-    import json
     try:
         with open(path) as handle:
             content = json.load(handle)
