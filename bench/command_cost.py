@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""What `acprof profile` and `acprof rewrite` cost, in training steps of the model they run on.
+"""What `acprof profile` and `acprof rewrite` cost, and `acprof.estimate` and `acprof.fit` in the
+training script's own process, in training steps of the model they run on.
 
     bench/command_cost.py --acprof build/cli/acprof [--models gpt_cost resnet18_cost vit_cost] [--rounds 2]
 
@@ -11,6 +12,12 @@ original's median training step, which the rewrite itself measures beside the re
 a process that loads LibTorch is printed on its own line: it is a fixed cost no model amortizes.
 Each command runs --rounds times; the table shows the fastest (the machine's noise only adds).
 Target (issue 36): profile <= 5 steps, rewrite <= 10 steps.
+
+The second table runs the package in this process on the same models, built as eager modules from
+the same catalogue with AdamW, at the same halfway budget (from estimate's floor): `estimate`
+(capture, profile, the planner's floor search) and `fit` (profile, plan, apply, verify), each
+divided by the eager module's median plain training step (forward, loss, backward, AdamW's step),
+timed here before them. Target (issue 60): estimate <= 5 steps, fit <= 10 steps.
 """
 
 import argparse
@@ -45,6 +52,8 @@ def main():
     parser.add_argument("--models", nargs="+", default=["gpt_cost", "resnet18_cost", "vit_cost"])
     parser.add_argument("--mode", default="traced", choices=["traced", "scripted"])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--skip-in-process", action="store_true",
+                        help="only the commands' table, without acprof.estimate and acprof.fit")
     args = parser.parse_args()
     acprof = os.path.abspath(args.acprof)
 
@@ -88,6 +97,60 @@ def main():
                 step_s = step if step_s is None else min(step_s, step)
             print(f"{name:<16} {step_s * 1e3:8.1f} {profile_s:10.2f} {profile_s / step_s:14.1f} {iterations:14d} "
                   f"{rewrite_s:10.2f} {rewrite_s / step_s:14.1f} {pairs:14d} {100 * extra:+8.1f}")
+
+    if not args.skip_in_process:
+        in_process(args.models, args.rounds)
+
+
+def in_process(names, rounds):
+    """The second table: acprof.estimate and acprof.fit on each model, in this process."""
+    sys.path[:0] = [os.path.join(REPO, "models"), os.path.join(REPO, "python")]
+    import statistics
+    import torch
+    import acprof
+    from acprof.eager.command_line import make_inputs
+    from acprof.eager.recorder import compute_loss
+    import reference_models
+
+    print(f"\n{'in process':<16} {'step_ms':>8} {'estimate_s':>11} {'estimate_steps':>15} {'fit_s':>8} "
+          f"{'fit_steps':>10} {'iters':>6} {'verified':>9}")
+    for name in names:
+        reference = reference_models.CATALOGUE[name]
+        torch.manual_seed(0)
+        model = reference.build()
+        training = reference.training
+        inputs, target = make_inputs(training.inputs, training.target or "", 0)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        loss_fn = lambda output: compute_loss(output, training.loss, target)
+
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(model(*inputs)).backward()
+            optimizer.step()
+
+        step()  # first-call costs and AdamW's state, never timed
+        steps_s = []
+        for _ in range(3):
+            start = time.perf_counter()
+            step()
+            steps_s.append(time.perf_counter() - start)
+        step_s = statistics.median(steps_s)
+        optimizer.zero_grad(set_to_none=True)
+        estimate_s = fit_s = float("inf")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            answer = acprof.estimate(model, inputs, loss_fn=loss_fn, optimizer=optimizer)
+            estimate_s = min(estimate_s, time.perf_counter() - start)
+        budget = (answer.peak_bytes + answer.floor_bytes) // 2
+        for _ in range(rounds):
+            start = time.perf_counter()
+            fitted = acprof.fit(model, inputs, budget=budget, loss_fn=loss_fn, optimizer=optimizer)
+            fit_s = min(fit_s, time.perf_counter() - start)
+        verified = fitted.measured_peak_bytes == fitted.predicted_peak_bytes
+        print(f"{name:<16} {step_s * 1e3:8.1f} {estimate_s:11.2f} {estimate_s / step_s:15.1f} {fit_s:8.2f} "
+              f"{fit_s / step_s:10.1f} {fitted.profile['meta']['measured_iters']:6d} "
+              f"{'exact' if verified else 'DIFFERS':>9}")
+        acprof.uninstall(model)
 
 
 if __name__ == "__main__":

@@ -41,10 +41,17 @@ struct RewriteArgs {
   std::string module;  // --module: the eager module's factory (default: the one its profile records)
 };
 
-// The TorchScript rewrite's flags that the eager one does not take: it writes
-// no model (the plan is the artifact), and its module is timed nowhere but in
-// the plan's prediction.
-const std::vector<std::string> kTorchScriptOnlyRewriteFlags = {"--output", "--time-rounds"};
+// The TorchScript rewrite's flag that the eager one does not take: it writes
+// no model (the plan is the artifact).
+const std::vector<std::string> kTorchScriptOnlyRewriteFlags = {"--output"};
+
+std::string timeLine(const Plan& plan, const StepTimes& times);
+
+// The paired time as report.html's headline states it.
+MeasuredStepTime measuredStepTime(const StepTimes& times) {
+  return MeasuredStepTime{times.original_us, times.extra_share, times.extra_share_error, times.rounds,
+                          times.verdict == TimingVerdict::Conclusive};
+}
 
 bool isEagerPlan(const Plan& plan) { return plan.model_path.rfind(kEagerModelPrefix, 0) == 0; }
 
@@ -95,7 +102,7 @@ void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, cons
                                               model_path));
   if (!torchscript_flags_given.empty())
     throw Error(ErrorKind::Usage, fmt::format("{} is not supported for an eager module (the rewrite writes no model: "
-                                              "the plan is what is kept, and it is not timed); leave it out",
+                                              "the plan is what is kept); leave it out",
                                               torchscript_flags_given.front()));
   const Plan plan = readPlanFile(plan_path);
   const fs::path plan_dir = fs::absolute(plan_path).parent_path();
@@ -108,6 +115,7 @@ void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, cons
   if (!args.module.empty()) command.insert(command.end(), {"--module", args.module});
   if (args.no_verify) command.push_back("--no-verify");
   if (args.tolerance_given) command.insert(command.end(), {"--tolerance", args.tolerance});
+  command.insert(command.end(), {"--time-rounds", std::to_string(args.time_rounds)});
   EagerOutcome outcome = runEagerCommandOutcome(command);
   nlohmann::json& result = outcome.result;
   const bool measured = result.is_object() && result.contains("files") && result["files"].contains("profile_after");
@@ -127,10 +135,21 @@ void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, cons
       verification->max_gradient_abs_diff = verified.at("max_abs_diff").get<double>();
     }
   }
+  // The front end timed its pairs by the same rule (pair_timing.h, through the
+  // engine module) and reports them as the outcome's `time`; the line and the
+  // report's headline are the TorchScript rewrite's.
+  std::optional<StepTimes> times;
+  std::optional<MeasuredStepTime> measured_time;
+  if (result.contains("time") && !result["time"].is_null()) {
+    times = stepTimesFromJson(result["time"]);
+    measured_time = measuredStepTime(*times);
+  }
   report.makeDir();
   writeProfileFile(before, report.before);
   writeProfileFile(after, report.after);
-  writeFileAtomically(report.html, renderComparisonHtml(before, after, &plan, verificationNote(verification)));
+  writeFileAtomically(report.html, renderComparisonHtml(before, after, &plan, verificationNote(verification),
+                                                        measured_time ? &*measured_time : nullptr));
+  if (times) std::cout << timeLine(plan, *times) << "\n";
   result["files"].update(report.outcomeFiles());
   setOutcomeResult(result);
   std::cout << fmt::format("wrote {}, {}, {}\n", report.before, report.after, report.html);
@@ -238,17 +257,6 @@ std::string peakLine(const Plan& plan, const Profile& before, const Profile& aft
   return line;
 }
 
-// The outcome's words for why the timed pairs stopped (docs/manual.md, "The outcome as data").
-const char* timingStopName(TimingStop stop) {
-  switch (stop) {
-    case TimingStop::Precise: return "precise";
-    case TimingStop::TimeLimit: return "time_limit";
-    case TimingStop::StepBudget: return "step_budget";
-    case TimingStop::PairLimit: return "pair_limit";
-  }
-  throw Error(ErrorKind::Internal, fmt::format("timingStopName: no name for TimingStop {}", static_cast<int>(stop)));
-}
-
 // The rewrite's outcome as data (--outcome): what was verified and how, the
 // peaks predicted and measured, the paired time, and the files written.
 nlohmann::json rewriteResultJson(const Plan& plan, const RewriteResult& result, const std::optional<Profile>& before,
@@ -272,16 +280,7 @@ nlohmann::json rewriteResultJson(const Plan& plan, const RewriteResult& result, 
     peak["before_reserved_bytes"] = *before->summary.reserved_peak_bytes;
   if (after && after->summary.reserved_peak_bytes)
     peak["measured_reserved_bytes"] = *after->summary.reserved_peak_bytes;
-  nlohmann::json time = nullptr;
-  if (times) {
-    time = {{"before_us", times->original_us},
-            {"extra_share", times->extra_share},
-            {"extra_share_error", times->extra_share_error ? nlohmann::json(*times->extra_share_error) : nlohmann::json()},
-            {"pairs", times->rounds},
-            {"timed_seconds", times->timed_seconds},
-            {"stopped_by", timingStopName(times->stopped_by)},
-            {"verdict", times->verdict == TimingVerdict::Conclusive ? "conclusive" : "inconclusive"}};
-  }
+  const nlohmann::json time = times ? stepTimesToJson(*times) : nlohmann::json();
   const double predicted_share =
       plan.baseline_iteration_time_us > 0 ? plan.extra_time_us / plan.baseline_iteration_time_us : 0;
   return {{"segments", result.segment_count}, {"verification", verification}, {"peak", peak},
@@ -387,9 +386,7 @@ void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchsc
   const Profile after = profileRewrittenModel(before->meta, result.output_path, pair.get(), options.progress);
   pair.reset();
   std::optional<MeasuredStepTime> measured;
-  if (times)
-    measured = MeasuredStepTime{times->original_us, times->extra_share, times->extra_share_error, times->rounds,
-                                times->verdict == TimingVerdict::Conclusive};
+  if (times) measured = measuredStepTime(*times);
   report->makeDir();
   writeProfileFile(*before, report->before);
   writeProfileFile(after, report->after);

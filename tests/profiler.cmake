@@ -1,16 +1,22 @@
 acprof_add_test(profiler_format_tests
   SOURCES profiler_format_test.cpp profiler_format_cut_rules_test.cpp profiler_format_event_stream_test.cpp
-  LIBS acprof_profile_format nlohmann_json::nlohmann_json)
+          profiler_format_measured_iterations_test.cpp
+  LIBS acprof_profile_format acprof_command_budget nlohmann_json::nlohmann_json)
+
+# The rule that times a rewrite's pairs (common/: both rewrites follow it).
+acprof_add_test(common_tests
+  SOURCES common_pair_timing_test.cpp
+  LIBS acprof_pair_timing acprof_command_budget)
 
 if(NOT ACPROF_WITH_TORCH)
   return()
 endif()
 acprof_add_test(profiler_tests OPTIMIZED  # the precompiled torch headers
   SOURCES profiler_input_spec_test.cpp profiler_recorder_test.cpp profiler_cli_test.cpp profiler_cut_facts_test.cpp
-          profiler_loss_test.cpp profiler_kernel_time_table_test.cpp profiler_measured_iterations_test.cpp
+          profiler_loss_test.cpp profiler_kernel_time_table_test.cpp
   LIBS acprof_recorder acprof_command_budget
   FIXTURES test_models)
-# The kernel time table (its CUPTI timer's bookkeeping) and the measured-iteration rule are the recorder's internals.
+# The kernel time table (its CUPTI timer's bookkeeping) is the recorder's internals.
 target_include_directories(profiler_tests PRIVATE ${CMAKE_SOURCE_DIR}/profiler/recorder/src)
 acprof_precompile_torch_headers(profiler_tests)
 

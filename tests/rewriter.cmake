@@ -1,6 +1,6 @@
-# The rewriter: the checkpoint runtime, graph surgery, verification and step timing.
+# The rewriter: the checkpoint runtime, graph surgery and verification.
 acprof_add_test(rewriter_tests OPTIMIZED  # the precompiled torch headers
-  SOURCES rewriter_checkpoint_op_test.cpp rewriter_graph_surgery_test.cpp rewriter_step_timing_test.cpp
+  SOURCES rewriter_checkpoint_op_test.cpp rewriter_graph_surgery_test.cpp
   LIBS acprof_rewriter acprof_ops ${TORCH_LIBRARIES})
 acprof_precompile_torch_headers(rewriter_tests)
 

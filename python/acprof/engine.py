@@ -20,7 +20,8 @@ except ImportError as _missing:  # the package's files without the build that ma
     _why_missing = f"{type(_missing).__name__}: {_missing}"
 
 __all__ = ["EngineError", "EngineMissing", "require", "profile_from_event_stream", "plan_outcome", "plan",
-           "budget_bytes", "format_bytes", "write_json"]
+           "budget_bytes", "format_bytes", "write_json", "more_iterations_wanted", "timing_stop", "another_pair_fits",
+           "process_age_seconds", "step_times", "default_timed_rounds"]
 
 
 class EngineMissing(ImportError):
@@ -71,6 +72,47 @@ def plan(profile: dict, budget: str, solver: str = "auto", profile_path: str = "
     error = EngineError(outcome["message"])
     error.kind, error.outcome = "infeasible_budget", outcome
     raise error
+
+
+def more_iterations_wanted(iteration_us, most_iterations: int, spent_seconds: Optional[float] = None,
+                           step_seconds: float = 0.0, after_seconds: float = 0.0) -> bool:
+    """Whether a profile measures one more iteration after those whose wall times (us) are
+    `iteration_us`: the LibTorch recorder's rule (profiler/format/include/acprof/measured_iterations.h),
+    at most `most_iterations`; given `spent_seconds` (the command's time so far), `step_seconds` (one
+    plain training step) and `after_seconds` (what runs after the last iteration), only while one
+    more keeps the profile within its budget of training steps."""
+    return _module().more_iterations_wanted([float(t) for t in iteration_us], int(most_iterations), spent_seconds,
+                                            float(step_seconds), float(after_seconds))
+
+
+def default_timed_rounds() -> int:
+    """The fewest timed pairs of a rewrite unless asked for others (acprof rewrite --time-rounds)."""
+    return _module().default_timed_rounds
+
+
+def timing_stop(extra_shares, timed_seconds: float, min_rounds: int, another_pair_fits: bool = True) -> Optional[str]:
+    """Why a rewrite's timed pairs stop ("precise", "time_limit", "step_budget", "pair_limit"), or
+    None while one more pair is wanted: the TorchScript rewrite's rule
+    (common/include/acprof/pair_timing.h), on the pairs' shares (rewritten - original) / original."""
+    return _module().timing_stop([float(x) for x in extra_shares], float(timed_seconds), int(min_rounds),
+                                 bool(another_pair_fits))
+
+
+def another_pair_fits(spent_seconds: float, original_seconds: float, rewritten_seconds: float) -> bool:
+    """Whether one more pair of steps keeps a rewrite within its budget of the original's steps."""
+    return _module().another_pair_fits(float(spent_seconds), float(original_seconds), float(rewritten_seconds))
+
+
+def process_age_seconds() -> float:
+    """Wall seconds since this process started, as the binary's commands count their cost."""
+    return _module().process_age_seconds()
+
+
+def step_times(original_us, rewritten_us, timed_seconds: float, stopped_by: str) -> dict:
+    """The rewrite outcome's `time` from the pairs' step times: the original's median step, the
+    median extra share and its standard error, the pairs, why they stopped and the verdict."""
+    return json.loads(_module().step_times([float(x) for x in original_us], [float(x) for x in rewritten_us],
+                                           float(timed_seconds), stopped_by))
 
 
 def budget_bytes(budget: str, profiled_peak_bytes: int) -> int:

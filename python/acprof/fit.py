@@ -29,7 +29,7 @@ import torch
 from . import engine
 from .errors import BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
 from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
-from .eager.recorder import measure_step, record_profile
+from .eager.recorder import ProfileCost, measure_step, record_profile
 from .eager.step_checks import capture, check_step, first_line, torch_logs_quiet
 from .eager.verification import compare_steps
 
@@ -110,9 +110,10 @@ def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
     or bytes) on inputs like `example_inputs`, verified. `loss_fn(output)` is the loss backward runs
     from (default: the mean of the output's floating-point tensors); `optimizer`, over the model's
     parameters, steps after backward, as in the user's loop."""
+    cost = ProfileCost(steps_after=VERIFICATION_STEPS if verify else 0)
     inputs = _inputs(example_inputs)
     uninstall(model)
-    graph, profile = _profile(model, inputs, loss_fn, optimizer, seed)
+    graph, profile = _profile(model, inputs, loss_fn, optimizer, seed, cost)
     plan = _plan(profile, budget, solver)
     try:
         checkpointed = apply_plan(model, plan, profile=profile, graph=graph)
@@ -136,7 +137,7 @@ def estimate(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, 
     """Whether one training step of `model` on inputs like `example_inputs` fits `budget`: as it is,
     with a plan, or not at all, with the floor and what it is made of. Records one step (two with
     the warm-up) and plans it; the model and the optimizer are left as they were."""
-    _, profile = _profile(model, _inputs(example_inputs), loss_fn, optimizer, seed)
+    _, profile = _profile(model, _inputs(example_inputs), loss_fn, optimizer, seed, ProfileCost())
     peak = profile["summary"]["peak_bytes"]
     floor = _outcome(profile, "1B", solver)  # no step fits in a byte: the planner's floor search
     floor_bytes = peak if floor["feasible"] else floor["smallest_peak_bytes"]
@@ -241,7 +242,12 @@ def _inputs(example_inputs: Inputs) -> tuple:
     return inputs
 
 
-def _profile(model, inputs, loss_fn, optimizer, seed) -> tuple:
+# The training steps fit's verification runs after the profile: a measured step of the model as
+# it was and one with the plan, each after its warm-up (measure_step).
+VERIFICATION_STEPS = 4
+
+
+def _profile(model, inputs, loss_fn, optimizer, seed, cost: ProfileCost) -> tuple:
     if not isinstance(model, torch.nn.Module):
         raise BadInput(f"the model is a {type(model).__name__}, not a torch.nn.Module; pass the module you train")
     if not any(p.requires_grad for p in model.parameters()):
@@ -252,7 +258,8 @@ def _profile(model, inputs, loss_fn, optimizer, seed) -> tuple:
         check_step(model, inputs, loss, None)
         graph = capture(model, inputs)
         try:
-            return graph, record_profile(model, inputs, loss=loss, graph=graph, optimizer=optimizer, seed=seed)
+            return graph, record_profile(model, inputs, loss=loss, graph=graph, optimizer=optimizer, seed=seed,
+                                         cost=cost)
         except Exception as e:
             raise ModelFails(f"the training step of {type(model).__name__} fails in PyTorch "
                              f"({type(e).__name__}: {first_line(e)}); fix the model or its inputs") from None

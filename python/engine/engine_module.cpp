@@ -8,16 +8,22 @@
 // own, which their readers check; an acprof::Error reaches Python as
 // acprof._engine.Error with the error kind's name (contract.json) as `kind`.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "acprof/budget.h"
+#include "acprof/command_budget.h"
 #include "acprof/contract.h"
 #include "acprof/error.h"
 #include "acprof/event_stream_format.h"
 #include "acprof/files.h"
+#include "acprof/measured_iterations.h"
+#include "acprof/pair_timing.h"
 #include "acprof/peak_composition.h"
 #include "acprof/planner.h"
 #include "acprof/plan_format.h"
@@ -78,6 +84,43 @@ PYBIND11_MODULE(_engine, m) {
         py::arg("profile_path") = "", py::call_guard<py::gil_scoped_release>(),
         "the planner's outcome for a profile's text and a budget as users type it (6GB, 60%), as JSON text: "
         "{feasible, plan} or {feasible: false, smallest_peak_bytes, floor, message}");
+  m.def(
+      "more_iterations_wanted",
+      [](const std::vector<double>& iteration_us, int most_iterations, std::optional<double> spent_seconds,
+         double step_seconds, double after_seconds) {
+        std::optional<acprof::ProfileCost> cost;
+        if (spent_seconds) cost = acprof::ProfileCost{*spent_seconds, step_seconds, after_seconds};
+        return acprof::moreIterationsWanted(iteration_us, most_iterations, cost);
+      },
+      py::arg("iteration_us"), py::arg("most_iterations"), py::arg("spent_seconds") = py::none(),
+      py::arg("step_seconds") = 0.0, py::arg("after_seconds") = 0.0,
+      "whether a profile measures one more iteration after those timed (acprof/measured_iterations.h); with "
+      "spent_seconds, only while one more keeps the profile within its budget of training steps");
+  // The rewrite's timed pairs, by the TorchScript rewrite's rule (acprof/pair_timing.h).
+  m.attr("default_timed_rounds") = acprof::kDefaultTimedRounds;
+  m.def(
+      "timing_stop",
+      [](const std::vector<double>& extra_shares, double timed_seconds, int min_rounds,
+         bool another_pair_fits) -> std::optional<std::string> {
+        const auto stop = acprof::whyTimingStops(extra_shares, timed_seconds, min_rounds, another_pair_fits);
+        if (!stop) return std::nullopt;
+        return std::string(acprof::timingStopName(*stop));
+      },
+      py::arg("extra_shares"), py::arg("timed_seconds"), py::arg("min_rounds"), py::arg("another_pair_fits") = true,
+      "why timed pairs stop (precise, time_limit, step_budget, pair_limit), or None while one more is wanted");
+  m.def("another_pair_fits", &acprof::anotherPairFits, py::arg("spent_seconds"), py::arg("original_seconds"),
+        py::arg("rewritten_seconds"), "whether one more pair keeps a rewrite within its budget of training steps");
+  m.def("process_age_seconds", &acprof::processAgeSeconds, "wall seconds since this process started");
+  m.def(
+      "step_times",
+      [](const std::vector<double>& original_us, const std::vector<double>& rewritten_us, double timed_seconds,
+         const std::string& stopped_by) {
+        return acprof::stepTimesToJson(acprof::stepTimesOf(original_us, rewritten_us, timed_seconds,
+                                                           acprof::timingStopFromName(stopped_by)))
+            .dump();
+      },
+      py::arg("original_us"), py::arg("rewritten_us"), py::arg("timed_seconds"), py::arg("stopped_by"),
+      "the rewrite outcome's `time` (JSON text) from the pairs' step times");
   m.def("budget_bytes", &acprof::parseBudget, py::arg("budget"), py::arg("profiled_peak_bytes"),
         "the bytes of a budget as users type it (6GB, 512MiB, 60% of the profiled peak)");
   m.def("format_bytes", &acprof::formatBytes, py::arg("bytes"), "bytes as acprof prints them: 1.50 MiB");

@@ -135,7 +135,11 @@ def outcome(path):
 
 def profile_and_plan(acprof, work, env, extra=()):
     run(acprof, ["profile", "--module", "net.py:make_model", "--input", INPUT, *extra], work, env, 0)
-    peak = outcome(os.path.join(work, "profile.json"))["summary"]["peak_bytes"]
+    profile = outcome(os.path.join(work, "profile.json"))
+    peak = profile["summary"]["peak_bytes"]
+    if profile["meta"]["measured_iters"] < 2:
+        fail(f"the profile measured {profile['meta']['measured_iters']} iteration(s): op times are medians over "
+             "at least two, as the LibTorch recorder's")
     run(acprof, ["plan", "--budget", "1B", "-o", "unused.json", "--outcome", "floor.json"], work, env, 3)
     floor = outcome(os.path.join(work, "floor.json"))["floor"]["peak_bytes"]
     if floor >= peak:
@@ -169,6 +173,7 @@ def end_to_end(acprof, work, env):
             fail(f"{name}: measured peak {peak['measured_bytes']} B over the budget {plan['budget_bytes']} B")
         if "peak (allocated): before" not in done.stdout or "eager.apply_plan(" not in done.stdout:
             fail(f"{name}: the peak line or the line on how to train it is missing:\n{done.stdout}")
+        check_time(name, result, done.stdout)
         check_report(name, result, plan)
     print(f"eager_cli_check: {len(plan['segments'])} segment(s), measured = predicted = "
           f"{plan['predicted_peak_bytes']} B within {plan['budget_bytes']} B, bit for bit, both ways of naming the factory")
@@ -193,6 +198,18 @@ def optimizer(acprof, work, env):
              f"budget {plan['budget_bytes']} B")
     print(f"eager_cli_check: AdamW in the step, {len(plan['segments'])} segment(s), measured = predicted = "
           f"{peak['measured_bytes']} B within {plan['budget_bytes']} B, parameters bit for bit")
+
+
+def check_time(name, result, stdout):
+    """The eager rewrite times alternated pairs by the TorchScript rewrite's rule: at least the two
+    it asks for, the original's median step, a verdict, and the binary's time line."""
+    time = result["time"]
+    if time is None or time["pairs"] < 2 or time["before_us"] <= 0 or \
+            time["verdict"] not in ("conclusive", "inconclusive") or \
+            time["stopped_by"] not in ("precise", "time_limit", "step_budget", "pair_limit"):
+        fail(f"{name}: the rewrite's time is not two or more timed pairs with a verdict: {time}")
+    if "time: step before" not in stdout:
+        fail(f"{name}: no time line:\n{stdout}")
 
 
 def check_report(name, result, plan):

@@ -108,6 +108,24 @@ def test_readers_saves_and_backward_steps_come_from_the_graph_and_the_stream():
     assert profile["values"][2]["bytes"] == 128 and profile["values"][1]["bytes"] == 64
 
 
+def test_op_times_are_medians_over_the_measured_iterations_that_ran_the_same_steps():
+    """An iteration the machine slowed (node 0 at 400 us) does not move node 0's time; an iteration
+    with other steps (one step short) is left out, as the LibTorch recorder leaves it out."""
+    stream = two_node_stream()
+    stream["iteration"]["later_step_time_us"] = [[400, 6, 1, 4, 20], [12, 7, 1, 4, 20], [999, 999, 999, 999]]
+    profile = engine.profile_from_event_stream(stream)
+    assert [n["forward_time_us"] for n in profile["nodes"]] == [12, 6]
+
+
+def test_the_rule_for_one_more_iteration_is_the_recorders():
+    assert engine.more_iterations_wanted([100.0], 5), "one iteration cannot show that times agree"
+    assert not engine.more_iterations_wanted([100.0, 101.0], 5), "two that agree are enough"
+    assert engine.more_iterations_wanted([100.0, 150.0], 5)
+    assert not engine.more_iterations_wanted([100.0, 150.0, 120.0, 130.0, 140.0], 5), "at most the most asked"
+    # Iterations of a second each, 30 s spent, one plain step 0.5 s: one more breaks the 5-step budget.
+    assert not engine.more_iterations_wanted([1e6, 1.5e6], 5, spent_seconds=30.0, step_seconds=0.5)
+
+
 def test_the_peak_is_the_largest_sum_of_live_bytes_replayed_by_hand():
     stream = two_node_stream()
     profile = engine.profile_from_event_stream(stream)

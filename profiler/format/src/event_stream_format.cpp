@@ -7,6 +7,7 @@
 
 #include "acprof/contract.h"
 #include "acprof/json_fields.h"
+#include "acprof/measured_iterations.h"
 
 namespace acprof {
 namespace {
@@ -112,6 +113,15 @@ MeasuredIteration iterationOf(const json& j, const Profile& graph, const std::st
     previous_first_event = t.first_event;
     record.steps.push_back(t);
     it.step_time_us.push_back(r.get<double>(step, "time_us"));
+  }
+  // The later measured iterations' step times, where the recorder measured
+  // more than this one: each step's time is then the median over all of them,
+  // by the rule the LibTorch recorder follows (measured_iterations.h).
+  const auto later = r.get<std::vector<std::vector<double>>>(j, "later_step_time_us", {});
+  if (!later.empty()) {
+    std::vector<std::vector<double>> iterations{it.step_time_us};
+    iterations.insert(iterations.end(), later.begin(), later.end());
+    it.step_time_us = stepTimeMedians(iterations);
   }
   for (size_t e = 0; e < events.size(); ++e) {
     const json& event = events[e];

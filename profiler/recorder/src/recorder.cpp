@@ -27,7 +27,7 @@
 #include "instrumented_graph.h"
 #include "kernel_time_table.h"
 #include "acprof/command_budget.h"
-#include "measured_iterations.h"
+#include "acprof/measured_iterations.h"
 #include "recording_session.h"
 #include "acprof/event_stream.h"
 
@@ -538,14 +538,9 @@ Profile recordModel(const RecordOptions& options, torch::jit::Module& module, Op
   profile.meta.time_source = record.time_source;
 
   // Step times: medians over the measured iterations that ran the same steps.
-  std::vector<std::vector<double>> samples(record.steps.size());
-  for (const IterationOutcome& m : measured) {
-    if (m.record.steps.size() != record.steps.size()) continue;
-    const std::vector<double> durations = stepDurationsUs(m.record);
-    for (size_t s = 0; s < durations.size(); ++s) samples[s].push_back(durations[s]);
-  }
-  std::vector<double> step_time_us(record.steps.size());
-  for (size_t s = 0; s < samples.size(); ++s) step_time_us[s] = median(samples[s]);
+  std::vector<std::vector<double>> iterations_step_us;
+  for (const IterationOutcome& m : measured) iterations_step_us.push_back(stepDurationsUs(m.record));
+  std::vector<double> step_time_us = stepTimeMedians(iterations_step_us);
   if (record.time_source == "cpu_wall") {
     profile.meta.probe_cost_us = probeCostPerStepUs(record, step_time_us, plain_forward_us, options.probe_cost_us);
     removeProbeCost(record, profile.meta.probe_cost_us, step_time_us);

@@ -33,15 +33,17 @@ import os
 import re
 import sys
 import traceback
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
 from ..contract import EXIT_CODES, LOSSES, OPTIMIZERS
 from .apply import PlanMismatch, apply_plan
+from .. import engine
 from ..engine import format_bytes, write_json
 from ..errors import AcprofError
-from .recorder import measure_step, record_profile
+from .recorder import ProfileCost, TrainingStep, measure_step, print_progress, record_profile
+from .timed_pairs import time_pairs
 from .step_checks import capture, check_step, first_line, torch_logs_quiet
 from .verification import compare_steps
 
@@ -194,13 +196,14 @@ def profile_command(args) -> dict:
     module = make_module(args.module, args.seed)
     inputs, target = make_inputs(args.input, args.target, args.seed)
     optimizer = make_optimizer(args.optimizer, module)
+    cost = ProfileCost()  # from here: the capture and the warm-up are the profile's cost too
     with torch_logs_quiet():
         check_step(module, inputs, loss, target)
         graph = capture(module, inputs)
         try:
             profile = record_profile(module, inputs, loss=loss, target=target, seed=args.seed, graph=graph,
                                      command=args.command or " ".join(sys.argv), autocast=args.autocast,
-                                     optimizer=optimizer)
+                                     optimizer=optimizer, cost=cost, progress=print_progress)
         except Exception as e:
             raise CommandError("model_fails", f"the training step of {args.module} failed: {type(e).__name__}: "
                                               f"{first_line(e)}")
@@ -266,6 +269,20 @@ class ProfiledStep:
 
     def make_module(self) -> torch.nn.Module:
         return make_module(self.factory, self.seed)
+
+    def training_step(self):
+        """One training step of a module as the profile's, with an optimizer of the profile's kind
+        per module (made at its first step), gradients dropped after it: what timed pairs time."""
+        optimizers: Dict[int, Optional[torch.optim.Optimizer]] = {}
+
+        def run(module: torch.nn.Module) -> None:
+            if id(module) not in optimizers:
+                optimizers[id(module)] = make_optimizer(self.optimizer, module)
+            TrainingStep(self.inputs, self.loss, self.target, self.seed, self.autocast,
+                         optimizers[id(module)]).run(module, lambda: module(*self.inputs))
+            for parameter in module.parameters():
+                parameter.grad = None
+        return run
 
     def measure(self, module: torch.nn.Module, profile_meta: Optional[dict] = None) -> dict:
         return measure_step(module, self.inputs, self.loss, self.target, seed=self.seed, autocast=self.autocast,
@@ -335,7 +352,7 @@ def rewrite_command(args) -> dict:
                           command=" ".join(sys.argv))
     after = step.measure(checkpointed, profile_meta=after_meta)
     baseline = plan.get("baseline_iteration_time_us", 0)
-    # The TorchScript rewrite's outcome, key for key; `time` is null as there, untimed.
+    # The TorchScript rewrite's outcome, key for key; `time` is filled once the pairs are timed.
     result = {"segments": len(plan["segments"]), "verification": None, "time": None,
               "predicted_extra_share": plan.get("extra_time_us", 0) / baseline if baseline > 0 else 0,
               "peak": {"budget_bytes": plan["budget_bytes"], "predicted_bytes": plan["predicted_peak_bytes"],
@@ -353,6 +370,10 @@ def rewrite_command(args) -> dict:
         else:
             print(f"verified within tolerance {args.tolerance:g} (max diff {verification['max_abs_diff']:.3g}): "
                   f"{compared} compared with the original's")
+    if args.time_rounds > 0:
+        # After the verification, as the TorchScript rewrite times its verified pair: the binary
+        # prints the time line and draws report.html's headline from this.
+        result["time"] = time_pairs(original, checkpointed, step.training_step(), args.time_rounds)
     print(f"train it in Python: from acprof import eager; model = eager.apply_plan({factory.rpartition(':')[2]}(), "
           f"\"{os.path.abspath(plan_path)}\", example_inputs=inputs)  (the plan is what is kept; its profile "
           f"{os.path.abspath(profile_path)} must stay beside it)")
@@ -405,6 +426,9 @@ def _parser() -> argparse.ArgumentParser:
     rewrite.add_argument("--no-verify", action="store_true")
     rewrite.add_argument("--tolerance", type=_tolerance, default=None,
                          help="verify within this absolute difference instead of bit for bit")
+    rewrite.add_argument("--time-rounds", type=int, default=engine.default_timed_rounds(),
+                         help="the fewest pairs of training steps (original, checkpointed) timed for the extra "
+                              "time; 0 times none")
     rewrite.add_argument("--profile-after", default="",
                          help="write the checkpointed module's step here as profile.json (report.html's after side)")
     for command in (profile, rewrite):

@@ -15,7 +15,9 @@ import contextlib
 import copy
 import gc
 import os
-from dataclasses import dataclass
+import sys
+import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -243,6 +245,7 @@ class TrainingStep:
     seed: int = 0
     autocast: str = ""
     optimizer: Optional[torch.optim.Optimizer] = None
+    measured_iterations: int = 1  # how many the profile measured (meta.measured_iters)
 
     def run(self, module: torch.nn.Module, forward: Callable[[], Any], hooks=contextlib.nullcontext,
             before_backward: Callable[[torch.Tensor], None] = lambda loss: None) -> tuple:
@@ -269,38 +272,90 @@ class TrainingStep:
         gc.collect()
 
 
+# At most this many measured iterations, as `acprof profile --iters` defaults to (profile_format.h
+# RunConfig::measured_iters); fewer where two agree or the profile's budget of steps is spent.
+MOST_MEASURED_ITERATIONS = 5
+
+
+def print_progress(line: str) -> None:
+    """A progress line on stderr as the acprof binary prints them ("acprof: measured iteration 2")."""
+    print(f"acprof: {line}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class ProfileCost:
+    """Where a profile's cost stands when one more measured iteration is considered, in the terms
+    of the engine's rule (measured_iterations.h ProfileCost): the time since `started` (the command
+    or the fit call), one plain training step (the warm-up's, once it ran), and the steps that run
+    after the last measured iteration (fit's verification)."""
+    started: float = field(default_factory=time.perf_counter)
+    step_seconds: float = 0.0
+    steps_after: float = 0.0
+
+    def spent_seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    def after_seconds(self) -> float:
+        return self.steps_after * self.step_seconds
+
+
 def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: Any = "mean",
                    target: Optional[torch.Tensor] = None, path: Optional[str] = None, seed: int = 0,
                    graph: Optional[EagerGraph] = None, command: str = "", autocast: str = "",
-                   optimizer: Optional[torch.optim.Optimizer] = None) -> dict:
+                   optimizer: Optional[torch.optim.Optimizer] = None, cost: Optional[ProfileCost] = None,
+                   progress: Callable[[str], None] = lambda line: None) -> dict:
     """Records one training step of `module` on `inputs` (warm-up first) and returns profile.json's
     content; writes it to `path` (whole or not at all) when given. `loss` is a rule's name or a
     callable of the output; `autocast` names the dtype forward and loss run under ("bfloat16"), ""
-    for none; `optimizer` (over the module's parameters) steps after backward. The module and the
-    optimizer are left as they were (training_state_kept)."""
+    for none; `optimizer` (over the module's parameters) steps after backward; `cost` says where the
+    profile's budget of steps stands (ProfileCost, from the call by default); `progress` is told each
+    measured iteration as it starts (print_progress prints it). The module and the optimizer are
+    left as they were (training_state_kept)."""
     with training_state_kept(module, optimizer):
         step = TrainingStep(list(inputs), loss, target, seed, autocast, optimizer)
-        return _record_profile(module, step, path, graph or EagerGraph(module, inputs), command)
+        return _record_profile(module, step, path, graph or EagerGraph(module, inputs), command, cost or ProfileCost(), progress)
 
 
-def _record_profile(module, step: TrainingStep, path, graph, command) -> dict:
+def _record_profile(module, step: TrainingStep, path, graph, command, cost: ProfileCost, progress) -> dict:
     inputs = step.inputs
+    warm_up_start = time.perf_counter()
     step.warm_up(module, lambda: graph_forward(graph, inputs))
+    cost.step_seconds = time.perf_counter() - warm_up_start
     statics = _statics(module, graph, inputs, step.target, step.optimizer)
-    observed: Dict[int, List[dict]] = {}
-    marks = _SavedTensorMarks()
-    ends: Dict[str, Any] = {}
 
-    def run():
-        output, loss, ends["gradient_ptrs"], ends["output_ptrs"] = step.run(
-            module, lambda: graph_forward(graph, inputs, observed), hooks=marks.hooks,
-            before_backward=gradient_hooks.report_gradients_of_backward)
-        return output, loss
+    def measured_iteration():
+        observed: Dict[int, List[dict]] = {}
+        marks = _SavedTensorMarks()
+        ends: Dict[str, Any] = {}
 
-    profiled = _profiled(run)
-    gc.collect()
+        def run():
+            output, loss, ends["gradient_ptrs"], ends["output_ptrs"] = step.run(
+                module, lambda: graph_forward(graph, inputs, observed), hooks=marks.hooks,
+                before_backward=gradient_hooks.report_gradients_of_backward)
+            return output, loss
+
+        start = time.perf_counter()
+        profiled = _profiled(run)
+        gc.collect()
+        _clear_gradients(module)
+        return profiled, observed, marks, ends, (time.perf_counter() - start) * 1e6
+
+    # The first measured iteration is the profile's record; each later one, measured the same way,
+    # adds its step times, and each step's time is the median over them (the LibTorch recorder's
+    # rule, which the engine holds: measured_iterations.h): one iteration slowed by the machine
+    # does not move the op times a plan's extra time is weighed by.
+    progress("measured iteration 1")
+    profiled, observed, marks, ends, first_us = measured_iteration()
+    iteration_us, later_step_time_us = [first_us], []
+    while engine.more_iterations_wanted(iteration_us, MOST_MEASURED_ITERATIONS, cost.spent_seconds(),
+                                        cost.step_seconds, cost.after_seconds()):
+        progress(f"measured iteration {len(iteration_us) + 1} (at most {MOST_MEASURED_ITERATIONS})")
+        later, _, _, _, later_us = measured_iteration()
+        iteration_us.append(later_us)
+        later_step_time_us.append([s["time_us"] for s in later.steps])
     iteration = _iteration(profiled, statics, ends, inputs, observed, marks.storage_ptr)
-    _clear_gradients(module)
+    iteration["later_step_time_us"] = later_step_time_us
+    step.measured_iterations = len(iteration_us)
     # What the run saw of each value's grad is what the checkpoint decides by (apply.py reads it
     # back from the profile's values); the engine keeps a value's requires_grad as given.
     for node, seen in observed.items():
@@ -347,7 +402,7 @@ def _meta(module: torch.nn.Module, step: TrainingStep, command: str) -> dict:
             "input_specs": [tensor_spec(x) for x in step.inputs],
             "target_spec": tensor_spec(step.target) if step.target is not None else "",
             "loss": loss_name(step.loss), "autocast": step.autocast, "optimizer": optimizer_name(step.optimizer),
-            "warmup_iters": 1, "measured_iters": 1, "allocator_bytes_at_start": 0,
+            "warmup_iters": 1, "measured_iters": step.measured_iterations, "allocator_bytes_at_start": 0,
             "other_executor_mode_peak_bytes": -1,
             "checkpoint_rng_state_bytes": torch.get_rng_state().numel(),
             "forward_without_grad_ratio": -1.0, "probe_cost_us": -1.0, "seed": step.seed,

@@ -26,6 +26,7 @@
 
 #include "acprof/command_budget.h"
 #include "acprof/error.h"
+#include "acprof/pair_timing.h"
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
 #include "acprof/training_step.h"
@@ -99,80 +100,10 @@ VerificationResult verifyRewrite(const std::string& original_path, const std::st
 // A pair that has taken no step yet is warmed up by one untimed step each; a
 // verified pair applies its optimizers to the verified step's gradients
 // instead (the state a warm-up step makes), untimed.
-constexpr int kDefaultTimedRounds = 2;
-constexpr int kMostTimedRounds = 50;
-constexpr double kLeastTimedSeconds = kLeastRoundSeconds;
-constexpr double kMostTimedSeconds = 10.0;
-constexpr double kTimedStandardError = 0.02;
-// Why the pairs stopped, so that a reader of the result can tell a precise
-// median from one the time or pair limit cut short, without redoing the rule.
-enum class TimingStop {
-  Precise,    // the median share's standard error is within kTimedStandardError
-  TimeLimit,  // the pairs' steps have taken kMostTimedSeconds
-  StepBudget,  // one more pair would take the rewrite past kRewriteStepBudget of the original's steps
-  PairLimit,  // kMostTimedRounds pairs, or the pairs asked for where more
-};
-// Note: [an inconclusive extra time]
-// Whether the pairs' median extra time is a measurement to state: conclusive
-// where its standard error is known and within kTimedStandardError, however
-// the pairs ended; inconclusive where a limit (the step budget, the 10 s, the
-// pair limit) ended them first. Two pairs that disagree by a third of the step
-// (the demo's "extra +50.5% ... standard error 16.8%", issue 61) say that the
-// machine was busy, not what the rewrite costs, so an inconclusive extra time
-// is not printed as a number: the time line and report.html say
-// "inconclusive", and the outcome's time carries the verdict as a field.
-enum class TimingVerdict { Conclusive, Inconclusive };
-TimingVerdict timingVerdict(const std::optional<double>& extra_share_error);
-// The pairs that would likely bring a standard error of `extra_share_error`
-// over `pairs` within kTimedStandardError (it falls as 1 / sqrt(pairs)), at
-// least one more: what an inconclusive time line suggests for --time-rounds,
-// where it is no more than kMostTimedRounds.
-int pairsForPreciseTiming(const std::optional<double>& extra_share_error, int pairs);
-
-struct StepTimes {
-  double original_us = 0;  // median
-  // The median over the pairs of (rewritten - original) / original: a pair's
-  // two steps share the machine's state of the moment, which the medians of
-  // each model's steps taken apart do not.
-  double extra_share = 0;
-  std::optional<double> extra_share_error;  // medianStandardError of the pairs' shares
-  int rounds = 0;
-  // The timed steps' wall time added up: what kMostTimedSeconds limits. Under
-  // load it is well over rounds times the medians, which skip the slow steps.
-  double timed_seconds = 0;
-  TimingStop stopped_by = TimingStop::PairLimit;
-  TimingVerdict verdict = TimingVerdict::Inconclusive;  // timingVerdict(extra_share_error)
-};
 // `keep_to_step_budget`: pairs beyond the fewest only while one more keeps the
 // command, counted from this process's start, within kRewriteStepBudget of the
 // original's steps (command_budget.h); `acprof rewrite` does.
 StepTimes timeRewrite(TrainingPair& pair, int min_rounds, bool keep_to_step_budget = false);
-// What the rewrite runs after its pairs, in the rewritten model's steps: the
-// re-profile's one instrumented iteration (1.16 of the rewritten step on
-// gpt_cost, docs/command-cost.md); deriving and writing come on top.
-constexpr double kReprofileSteps = 1.2;
-
-// The standard error of the median of `values`, from their interquartile
-// range (1.2533 sigma / sqrt(n), sigma = IQR / 1.349, as for normal noise):
-// robust to the odd step a busy machine stretches. With 3, the interpolated
-// quartiles make the IQR half their range; with 2, the mean's standard error
-// (half their difference); none for one value.
-std::optional<double> medianStandardError(std::vector<double> values);
-
-// Which limit ends the pairs, or none while more are wanted: after `min_rounds`
-// pairs, more while the pairs have taken under kLeastTimedSeconds (steps of a
-// few milliseconds, whose few-pair medians swing with the odd slow step, at a
-// cost of half a second), or while the median share's standard error is over
-// kTimedStandardError of the step (or too few pairs to say) and they have taken
-// under kMostTimedSeconds: one step to the next varied by ±15 % on a shared
-// 2-core machine, so five pairs left the median uncertain by about 10 % of the
-// step, while on a quiet one two pairs agree within 4 % and the rewrite stops
-// there (issue 36: a rewrite in at most ten steps). And, past
-// kLeastTimedSeconds, no more once `another_pair_fits` is false: the
-// command's step budget (timeRewrite) outranks the pairs' precision, whose
-// standard error the result then states.
-std::optional<TimingStop> whyTimingStops(const std::vector<double>& extra_shares, double timed_seconds,
-                                         int min_rounds, bool another_pair_fits = true);
 
 struct RewriteOptions {
   std::string model_path;   // empty: the plan's model_path

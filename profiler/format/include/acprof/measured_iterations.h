@@ -1,6 +1,7 @@
 // How many measured iterations a profile takes: step times are medians over
 // them, and a quiet machine needs fewer than a busy one. Torch-free, so that
-// the rule is tested without running a model.
+// the rule is tested without running a model, and so that the eager recorder
+// takes it from the engine (python/engine) rather than restating it.
 #pragma once
 
 #include <optional>
@@ -38,5 +39,13 @@ struct ProfileCost {
 // have taken under kLeastRoundSeconds.
 bool moreIterationsWanted(const std::vector<double>& iteration_us, int most_iterations,
                           const std::optional<ProfileCost>& cost = std::nullopt);
+
+// Each step's time as the profile states it: the median over the measured
+// iterations of that step's time (`iterations_step_us[i][s]`: step s of
+// iteration i), taking only the iterations that ran as many steps as the first,
+// which is the one the profile's record is; one iteration alone gives its own.
+// Both recorders' rule: the LibTorch one and the eager one, whose stream
+// carries the later iterations' step times (event_stream_format.h).
+std::vector<double> stepTimeMedians(const std::vector<std::vector<double>>& iterations_step_us);
 
 }  // namespace acprof

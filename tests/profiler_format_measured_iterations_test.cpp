@@ -1,6 +1,6 @@
 // How many measured iterations a profile takes (measured_iterations.h): two
 // when they agree, more up to --iters while they do not.
-#include "measured_iterations.h"
+#include "acprof/measured_iterations.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 // When acprof rewrite stops timing pairs of steps, and how sure the measured
-// extra time is (rewriter.h: medianStandardError, whyTimingStops).
+// extra time is (pair_timing.h: medianStandardError, whyTimingStops).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "acprof/rewriter.h"
+#include "acprof/pair_timing.h"
 
 namespace acprof {
 namespace {
@@ -110,7 +110,7 @@ TEST(StepTiming, AnotherPairThatDoesNotFitTheStepBudgetEndsImprecisePairs) {
   EXPECT_EQ(whyTimingStops(kNoisyShares, kMostTimedSeconds, 5, false), TimingStop::TimeLimit);
 }
 
-// Note: [an inconclusive extra time] (rewriter.h). The demo's two pairs, 33.7 %
+// Note: [an inconclusive extra time] (pair_timing.h). The demo's two pairs, 33.7 %
 // and 67.3 % over the original: their standard error, half their difference,
 // is 16.8 % of the step, over the bound, so while the step budget allows they
 // go on, and where it ends them the extra time is inconclusive. Two pairs that
@@ -148,6 +148,21 @@ TEST(StepTiming, TheSuggestedPairsScaleWithTheSquareOfTheErrorOverTheBound) {
   EXPECT_EQ(pairsForPreciseTiming(0.168, 2), 142);
   EXPECT_EQ(pairsForPreciseTiming(0.5 * kTimedStandardError, 4), 5);
   EXPECT_EQ(pairsForPreciseTiming(std::nullopt, 1), 2);
+}
+
+TEST(StepTiming, AnotherPairFitsWhileTheRewriteStaysWithinItsStepBudget) {
+  // Steps of a second: 10 s of budget, one pair (2 s), the re-profile (1.2 s) and the files (0.35 s).
+  EXPECT_TRUE(anotherPairFits(6.0, 1.0, 1.0));
+  EXPECT_FALSE(anotherPairFits(6.5, 1.0, 1.0));
+  // A slower rewritten model leaves room for fewer pairs.
+  EXPECT_FALSE(anotherPairFits(6.0, 1.0, 1.5));
+}
+
+TEST(StepTiming, EachStopHasTheOutcomesName) {
+  EXPECT_STREQ(timingStopName(TimingStop::Precise), "precise");
+  EXPECT_STREQ(timingStopName(TimingStop::TimeLimit), "time_limit");
+  EXPECT_STREQ(timingStopName(TimingStop::StepBudget), "step_budget");
+  EXPECT_STREQ(timingStopName(TimingStop::PairLimit), "pair_limit");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "measured_iterations.h"
+#include "acprof/measured_iterations.h"
 
 #include <algorithm>
 #include <numeric>
@@ -33,6 +33,19 @@ bool moreIterationsWanted(const std::vector<double>& iteration_us, int most_iter
   if (taken_seconds < kLeastRoundSeconds) return true;
   const double next_seconds = median(iteration_us) / 1e6;
   return cost->spent_seconds + next_seconds + cost->after_seconds <= kProfileStepBudget * cost->step_seconds;
+}
+
+std::vector<double> stepTimeMedians(const std::vector<std::vector<double>>& iterations_step_us) {
+  if (iterations_step_us.empty()) return {};
+  const size_t step_count = iterations_step_us.front().size();
+  std::vector<std::vector<double>> samples(step_count);
+  for (const std::vector<double>& iteration : iterations_step_us) {
+    if (iteration.size() != step_count) continue;
+    for (size_t s = 0; s < step_count; ++s) samples[s].push_back(iteration[s]);
+  }
+  std::vector<double> medians(step_count);
+  for (size_t s = 0; s < step_count; ++s) medians[s] = median(samples[s]);
+  return medians;
 }
 
 }  // namespace acprof
