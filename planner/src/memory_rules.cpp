@@ -361,6 +361,99 @@ void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& bo
   }
 }
 
+// The gradient of `value` that `node`'s backward made and let go within its
+// own steps, having added it in place to the buffer that held the value's
+// gradient, or -1: a node that hands on a view or the gradient it received
+// makes none, and one whose gradient outlives its steps began a new sum.
+int gradientAddedInPlace(const ProfileIndex& index, int node, int value) {
+  const int last = index.last_backward_step[node];
+  int summand = -1;
+  const bool new_sum = anyBackwardAllocation(index, node, [&](const TensorRecord& r) {
+    if (!isGradientOf(r, value)) return false;
+    if (r.free_step < 0 || r.free_step > last) return true;
+    if (summand < 0) summand = r.id;
+    return false;
+  });
+  return new_sum ? -1 : summand;
+}
+
+// Fills more of timing.held_use_gradients (memory_rules.h, "a gradient passed
+// on inside the segment"): a segment output's backward inside the segment may
+// hand the gradient it received on unchanged as the gradient of a tensor made
+// inside (an add hands the gradient of its sum to both of its operands), so in
+// the original the one buffer, the received gradient, became that tensor's
+// gradient too, and a later use of the tensor inside the segment added its own
+// gradient to it in place (the engine steals a buffer nothing else holds). The
+// checkpoint holds every gradient it received until it returns, so the engine
+// cannot add to that buffer in place: the sum is a new tensor, made where the
+// original added (just before the use let its own gradient go) and alive as
+// long as the original's buffer, while the received gradient stays until the
+// return (tensorIntervals). Which tensors a buffer is the gradient of is
+// read from autograd's hooks (TensorRecord::gradient_of), not from op names.
+// Measured on x = relu(fc(h)); y = x + fc2(x.gather(-1, index)) with the
+// segment from fc to the add (batch 8 x 32 x 64 floats): the gather's
+// backward made a second 64 KiB gradient of x, alive until relu's backward,
+// 32 KiB above the plan at the floor (issue 61). Outputs that the segment
+// also reads are addHeldOutputGradients' case, and a buffer that outlives the
+// segment (passed on again to a tensor made outside it) is not looked for.
+void addPassedOnOutputGradients(const ProfileIndex& index, const SegmentBoundary& boundary, SegmentTiming& timing) {
+  const Profile& p = index.profile;
+  const int value_count = static_cast<int>(p.values.size());
+  const int segment_return = blockLeaf(timing.end_event);
+  const auto inside = [&](int node) { return node >= timing.range.first_node && node <= timing.range.last_node; };
+  std::vector<int> same_tensor;  // the output's value and every other value on its tensor
+  for (int v : boundary.outputs) {
+    const GraphValue& value = p.values[v];
+    if (!value.is_tensor || !value.needs_grad || value.bytes <= 0) continue;
+    const int root = index.same_tensor_as[v];
+    same_tensor.assign(1, root);
+    same_tensor.insert(same_tensor.end(), index.aliases_of_value.begin(root), index.aliases_of_value.end(root));
+    // A use inside with a backward is addHeldOutputGradients' case (an argmax has none).
+    const auto used_inside = [&](int alias) {
+      return std::any_of(index.readers_of_value.begin(alias), index.readers_of_value.end(alias),
+                         [&](int node) { return inside(node) && index.first_backward_step[node] >= 0; });
+    };
+    if (std::any_of(same_tensor.begin(), same_tensor.end(), used_inside)) continue;
+    if (std::none_of(same_tensor.begin(), same_tensor.end(), [&](int alias) {
+          return sumWaits(index, timing, index.readers_of_value.begin(alias), index.readers_of_value.end(alias));
+        }))
+      continue;
+    for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
+      for (const int* t = index.gradients_received_by_node.begin(n); t != index.gradients_received_by_node.end(n);
+           ++t) {
+        const TensorRecord& buffer = p.tensors[*t];
+        if (!buffer.gradient_of || buffer.alloc_step >= timing.first_backward_step) continue;
+        const std::vector<int>& holds = *buffer.gradient_of;
+        if (std::none_of(same_tensor.begin(), same_tensor.end(),
+                         [&](int alias) { return isGradientOf(buffer, alias); }))
+          continue;
+        // The first use (in backward order), while the buffer lived, of a tensor made inside that it
+        // is also the gradient of, which added its own gradient to it in place.
+        int first_step = -1, summand = -1;
+        for (int w : holds) {
+          if (w < 0 || w >= value_count || !inside(p.values[w].producer_node) ||
+              std::find(same_tensor.begin(), same_tensor.end(), w) != same_tensor.end())
+            continue;
+          for (const int* r = index.readers_of_value.begin(w); r != index.readers_of_value.end(w); ++r) {
+            const int step = index.last_backward_step[*r];
+            if (!inside(*r) || step < 0 || index.first_backward_step[*r] <= buffer.alloc_step ||
+                step >= buffer.free_step || (first_step >= 0 && step >= first_step))
+              continue;
+            const int added = gradientAddedInPlace(index, *r, w);
+            if (added < 0) continue;
+            first_step = step;
+            summand = added;
+          }
+        }
+        if (summand < 0) continue;
+        const LeafInterval interval{buffer.bytes, static_cast<int>(Category::Gradient),
+                                    eventLeaf(p.tensors[summand].free_event - 1),
+                                    std::min(eventLeaf(buffer.free_event), segment_return)};
+        if (interval.begin_leaf < interval.end_leaf) timing.held_use_gradients.push_back(interval);
+      }
+  }
+}
+
 // What the checkpoint's return adds above the gradients it holds
 // (memory_rules.h). The returned gradients belong to one buffer per outside
 // tensor: a weight's storage (a trace reads it through one value per use) or
@@ -465,6 +558,7 @@ SegmentTiming segmentTiming(const ProfileIndex& index, NodeRange range) {
   timing.kept_state_bytes += convertedInputBytes(index.profile, boundary);
   addHeldUseGradients(index, boundary, timing);
   addHeldOutputGradients(index, boundary, timing);
+  addPassedOnOutputGradients(index, boundary, timing);
   addReturnSums(index, boundary, timing);
   return timing;
 }

@@ -78,6 +78,14 @@
 // the original's buffer died (until End where a use of S hands on a view of
 // it: the cat that made the output from an outside value), one more than the
 // original from then until the earlier of the two.
+// A gradient passed on inside the segment: an output's backward inside S may
+// hand the gradient S received for it on unchanged as the gradient of a tensor
+// made inside S (an add hands its sum's gradient to both operands); where a
+// later use of that tensor inside S added its own gradient to that one buffer
+// in place, the checkpoint, which holds the received gradient until End,
+// makes the sum a new tensor instead: from just before that use let its own
+// gradient go until the original's buffer died (TensorRecord::gradient_of
+// says which tensors a buffer is the gradient of).
 // At End the checkpoint returns (the return leaf): the engine has released what
 // the checkpoint saved and the gradients it received, and hands each returned
 // gradient, in input order, to the buffer of the tensor it belongs to (a

@@ -2,15 +2,16 @@
 ops, each checked through every door acprof has, at its floor and halfway to its peak.
 
     adversarial_models_check.py --acprof build/cli/acprof --work DIR [--seed 0] [--seconds 180]
-                                [--models N]
+                                [--models N] [--only K [--model NAME]]
 
 The vocabulary (BLOCKS) holds what outside models found faults in: views written in place,
 integer index paths (argmax into an embedding, gather with an expanded index, one_hot into
-masked_fill, scatter_add into zeros_like), a weight shared by two blocks, a buffer written in
-forward, dropout (random draws the recompute must replay), tuples, lists and dicts inside a block,
-a branch on a shape and a loop; the model returns a tensor, a tuple or a dict. Model k of seed s
-draws 3 to 6 blocks from random.Random(s * 1000 + k), so a failure names a model anyone can
-rebuild (`--seed s --only k`).
+masked_fill, scatter_add into zeros_like; and all four in one block between linear layers), a
+weight shared by two blocks, a buffer written in forward, dropout (random draws the recompute must
+replay), tuples, lists and dicts inside a block, a branch on a shape and a loop; the model returns
+a tensor, a tuple or a dict. Model k of seed s draws 3 to 6 blocks from random.Random(s * 1000 + k),
+so a failure names a model anyone can rebuild (`--seed s --only k`; with `--model NAME`, the name it
+printed, the same model once the vocabulary has grown).
 
 Each model is checked
   - traced and scripted (torch.jit.trace / torch.jit.script, saved and run by the acprof binary):
@@ -84,6 +85,26 @@ class GatherExpanded(nn.Module):
     def forward(self, x):
         index = x.argmax(-1, keepdim=True).expand(-1, 4)
         return x + self.fc(x.gather(1, index))
+
+
+class IntegerPaths(nn.Module):
+    """Every integer path in one block, each between linear layers (issue 61's traced model)."""
+
+    def __init__(self, shared: nn.Linear):
+        super().__init__()
+        self.embed = nn.Embedding(WIDTH, WIDTH)
+        self.fc = nn.ModuleList([nn.Linear(WIDTH, WIDTH) for _ in range(4)])
+        self.gathered = nn.Linear(4, WIDTH)
+        self.width = WIDTH
+
+    def forward(self, x):
+        x = torch.relu(self.fc[0](x))
+        x = x + self.embed(x.argmax(-1))
+        x = torch.relu(self.fc[1](x))
+        x = x + self.gathered(x.gather(1, x.argmax(-1, keepdim=True).expand(-1, 4)))
+        x = torch.relu(self.fc[2](x.masked_fill(F.one_hot(x.argmax(-1), self.width).to(torch.bool), 0.0)))
+        y = self.fc[3](x)
+        return torch.zeros_like(y).scatter_add(1, (y.abs() * 7).long() % self.width, y) + x
 
 
 class OneHotMaskedFill(nn.Module):
@@ -183,7 +204,7 @@ KNOWN_FAULTS: Dict[Tuple[int, int, str], str] = {
 }
 
 BLOCKS = [ViewWrittenInPlace, ArgmaxEmbedding, GatherExpanded, OneHotMaskedFill, ScatterAddIntoZeros,
-          SharedWeight, BufferWrittenInForward, Dropout, TupleListDict, BranchOnShape, Loop]
+          SharedWeight, BufferWrittenInForward, Dropout, TupleListDict, BranchOnShape, Loop, IntegerPaths]
 
 
 # -- the models: the blocks in order, then a head; three forms of output -------------------------
@@ -222,10 +243,17 @@ class DictOutput(Composed):
 OUTPUTS = [TensorOutput, TupleOutput, DictOutput]
 
 
-def compose(seed: int, k: int) -> Tuple[str, nn.Module]:
-    draw = random.Random(seed * 1000 + k)
-    blocks = [draw.choice(BLOCKS) for _ in range(draw.randint(3, 6))]
-    output = draw.choice(OUTPUTS)
+def compose(seed: int, k: int, named: str = "") -> Tuple[str, nn.Module]:
+    """Model k of the seed, or, given its name as printed (`TensorOutput(IntegerPaths, Dropout)`),
+    that model with model k's weights: a name stays one model when the vocabulary grows."""
+    if named:
+        output_name, _, block_names = named.rstrip(")").partition("(")
+        by_name = {c.__name__: c for c in BLOCKS + OUTPUTS}
+        output, blocks = by_name[output_name.strip()], [by_name[b.strip()] for b in block_names.split(",")]
+    else:
+        draw = random.Random(seed * 1000 + k)
+        blocks = [draw.choice(BLOCKS) for _ in range(draw.randint(3, 6))]
+        output = draw.choice(OUTPUTS)
     torch.manual_seed(seed * 1000 + k)
     name = f"{output.__name__}({', '.join(b.__name__ for b in blocks)})"
     return name, output(blocks)
@@ -341,7 +369,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=180)
     parser.add_argument("--models", type=int, default=1000)
     parser.add_argument("--only", type=int, default=-1, help="check model k of the seed alone")
+    parser.add_argument("--model", default="", help="with --only k: check the model of this name (as printed) alone")
     args = parser.parse_args()
+    if args.model and args.only < 0:
+        parser.error("--model needs --only k: the model takes model k's weights")
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     checker = Checker(os.path.abspath(args.acprof), args.work)
@@ -352,7 +383,7 @@ def main() -> int:
     for k in indices:
         if models and time.monotonic() - start > args.seconds:
             break
-        name, model = compose(args.seed, k)
+        name, model = compose(args.seed, k, args.model)
         checker.index = k
         checked.append(k)
         print(f"model {args.seed}/{k}: {name}", flush=True)
