@@ -14,8 +14,8 @@ against the budget), plans it with the C++ planner in this process (acprof.engin
 plan (acprof.eager.apply_plan: the model's parameters, shared) and verifies the result: one step
 of the checkpointed module against one of the model, loss, gradients, buffers and the parameters
 the optimizer stepped bit for bit, and its measured peak against the prediction and the budget.
-The model and the optimizer are left as they were. It takes about six training steps of the model
-and the planner's time. What it cannot do raises one of acprof.errors' types with one line.
+The model and the optimizer are left as they were. It takes about nine training steps of the
+model and the planner's time (bench/command_cost.py). What it cannot do raises one of acprof.errors' types with one line.
 """
 
 import json
@@ -29,7 +29,8 @@ import torch
 from . import engine
 from .errors import BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
 from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
-from .eager.recorder import ProfileCost, measure_step, record_profile
+from .eager.recorder import (ProfileCost, TrainingStep, collections_of_new_objects_only, measure_step,
+                             record_profile, training_state_kept)
 from .eager.step_checks import capture, check_step, first_line, torch_logs_quiet
 from .eager.verification import compare_steps
 
@@ -110,6 +111,11 @@ def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
     or bytes) on inputs like `example_inputs`, verified. `loss_fn(output)` is the loss backward runs
     from (default: the mean of the output's floating-point tensors); `optimizer`, over the model's
     parameters, steps after backward, as in the user's loop."""
+    with collections_of_new_objects_only():
+        return _fit(model, example_inputs, budget, loss_fn, optimizer, verify, solver, seed)
+
+
+def _fit(model, example_inputs, budget, loss_fn, optimizer, verify, solver, seed) -> FitResult:
     cost = ProfileCost(steps_after=VERIFICATION_STEPS if verify else 0)
     inputs = _inputs(example_inputs)
     uninstall(model)
@@ -123,10 +129,16 @@ def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
     result = FitResult(model, plan, profile, plan["budget_bytes"], profile["summary"]["peak_bytes"],
                        plan["predicted_peak_bytes"], None,
                        plan.get("extra_time_us", 0) / baseline if baseline > 0 else 0.0, len(plan["segments"]))
+    if not verify:
+        install(model, checkpointed, inputs)
+        return result
     loss = loss_fn if loss_fn is not None else "mean"
-    before = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer) if verify else None
-    install(model, checkpointed, inputs)
-    if verify:
+    # One warm-up of the model's own step (its optimizer's state, its first-call costs), then both
+    # measured steps from that one state: the model's as it is, and the checkpointed module's.
+    with training_state_kept(model, optimizer), collections_of_new_objects_only():
+        TrainingStep(list(inputs), loss, None, seed, "", optimizer).warm_up(model, lambda: model(*inputs))
+        before = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, warm_up=False)
+        install(model, checkpointed, inputs)
         _verify(result, before, graph, inputs, loss, optimizer, seed)
     return result
 
@@ -137,6 +149,11 @@ def estimate(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, 
     """Whether one training step of `model` on inputs like `example_inputs` fits `budget`: as it is,
     with a plan, or not at all, with the floor and what it is made of. Records one step (two with
     the warm-up) and plans it; the model and the optimizer are left as they were."""
+    with collections_of_new_objects_only():
+        return _estimate(model, example_inputs, budget, loss_fn, optimizer, solver, seed)
+
+
+def _estimate(model, example_inputs, budget, loss_fn, optimizer, solver, seed) -> Estimate:
     _, profile = _profile(model, _inputs(example_inputs), loss_fn, optimizer, seed, ProfileCost())
     peak = profile["summary"]["peak_bytes"]
     floor = _outcome(profile, "1B", solver)  # no step fits in a byte: the planner's floor search
@@ -242,9 +259,9 @@ def _inputs(example_inputs: Inputs) -> tuple:
     return inputs
 
 
-# The training steps fit's verification runs after the profile: a measured step of the model as
-# it was and one with the plan, each after its warm-up (measure_step).
-VERIFICATION_STEPS = 4
+# The training steps fit's verification runs after the profile: one warm-up, then a measured step
+# of the model as it was and one with the plan.
+VERIFICATION_STEPS = 3
 
 
 def _profile(model, inputs, loss_fn, optimizer, seed, cost: ProfileCost) -> tuple:
@@ -291,12 +308,12 @@ def _plan(profile: dict, budget: Union[str, int], solver: str) -> dict:
 def _verify(result: FitResult, before: dict, graph, inputs, loss, optimizer, seed) -> None:
     """One step of the model with the plan installed against `before`, one without it."""
     model = result.module
-    after = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, graph=graph)
+    after = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, graph=graph, warm_up=False)
     verdict = compare_steps(before, after, "", None)
     if verdict["differences"]:
         plain = CheckpointedModule(model, graph, dict(result.plan, segments=[]))
-        captured = compare_steps(before, measure_step(plain, inputs, loss, seed=seed, optimizer=optimizer),
-                                 "module.", None)
+        captured = compare_steps(before, measure_step(plain, inputs, loss, seed=seed, optimizer=optimizer,
+                                                      warm_up=False), "module.", None)
         uninstall(model)
         shown = "; ".join(verdict["differences"][:2])
         if captured["differences"]:

@@ -210,6 +210,27 @@ def _step_ends(module, output, loss) -> tuple:
     return gradient_ptrs, output_ptrs
 
 
+_frozen_depth = [0]
+
+
+@contextlib.contextmanager
+def collections_of_new_objects_only():
+    """Within it, gc.collect() looks only at objects made since it was entered: one full collection
+    first, then gc.freeze() sets every older object aside until it ends. The steps collect their
+    own garbage (an autograd graph's cycles) before the next is measured, and in a process holding
+    torch and a model library a full collection took a training step's time per iteration."""
+    if _frozen_depth[0] == 0:
+        gc.collect()
+        gc.freeze()
+    _frozen_depth[0] += 1
+    try:
+        yield
+    finally:
+        _frozen_depth[0] -= 1
+        if _frozen_depth[0] == 0:
+            gc.unfreeze()
+
+
 @contextlib.contextmanager
 def training_state_kept(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None):
     """Within it the module may train: afterwards its parameters (where an optimizer stepped
@@ -311,7 +332,7 @@ def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss
     profile's budget of steps stands (ProfileCost, from the call by default); `progress` is told each
     measured iteration as it starts (print_progress prints it). The module and the optimizer are
     left as they were (training_state_kept)."""
-    with training_state_kept(module, optimizer):
+    with training_state_kept(module, optimizer), collections_of_new_objects_only():
         step = TrainingStep(list(inputs), loss, target, seed, autocast, optimizer)
         return _record_profile(module, step, path, graph or EagerGraph(module, inputs), command, cost or ProfileCost(), progress)
 
@@ -430,7 +451,7 @@ def _graph_part(graph: EagerGraph, step: TrainingStep, command: str) -> dict:
 def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: Any = "mean",
                  target: Optional[torch.Tensor] = None, seed: int = 0, autocast: str = "",
                  profile_meta: Optional[dict] = None, optimizer: Optional[torch.optim.Optimizer] = None,
-                 graph: Optional[EagerGraph] = None) -> dict:
+                 graph: Optional[EagerGraph] = None, warm_up: bool = True) -> dict:
     """One training step of any module, measured as record_profile measures (warm-up, statics,
     the allocator's events): its peak bytes, loss, gradients and buffers afterwards (and the
     parameters the optimizer stepped, where one is given). The captured graph the module runs
@@ -438,18 +459,22 @@ def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: 
     constants that are statics too. With `profile_meta` (the module is an
     apply.CheckpointedModule), also the step as profile.json's content under "profile": its
     forward's instructions as nodes (instruction_nodes), the same timeline and peak, and that meta
-    with the measured fields filled, for report.html's after side. The module and the optimizer
-    are left as they were."""
+    with the measured fields filled, for report.html's after side. With `warm_up=False` the step
+    is measured at once, for a caller that warmed the module up itself (TrainingStep.warm_up) and
+    measures several steps from that one state. The module and the optimizer are left as they
+    were."""
     step = TrainingStep(list(inputs), loss, target, seed, autocast, optimizer)
     if graph is None and isinstance(getattr(module, "graph", None), EagerGraph):
         graph = module.graph
-    with training_state_kept(module, optimizer):
-        return _measure_step(module, step, profile_meta, graph)
+    with training_state_kept(module, optimizer), collections_of_new_objects_only():
+        return _measure_step(module, step, profile_meta, graph, warm_up)
 
 
-def _measure_step(module, step: TrainingStep, profile_meta: Optional[dict], graph: Optional[EagerGraph]) -> dict:
+def _measure_step(module, step: TrainingStep, profile_meta: Optional[dict], graph: Optional[EagerGraph],
+                  warm_up: bool) -> dict:
     inputs = step.inputs
-    step.warm_up(module, lambda: module(*inputs))
+    if warm_up:
+        step.warm_up(module, lambda: module(*inputs))
     statics = _statics(module, graph, inputs, step.target, step.optimizer)
     ends: Dict[str, Any] = {}
 
