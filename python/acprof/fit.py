@@ -207,33 +207,78 @@ def install(model: torch.nn.Module, checkpointed: CheckpointedModule, inputs: Se
     """Makes the model's own forward run the plan: an instance attribute `forward` (nn.Module's
     call finds it before the class's), so the model stays the same object, of the same class, with
     its attributes (a Hugging Face model's config and generate) and its state_dict keys.
-    In training with grad, a call with tensors of the fitted shapes and dtypes runs the plan
-    (`checkpointed`, the captured graph with its segments). Any other call runs the class's own
-    forward: in eval or under no_grad there is nothing to recompute; at other shapes, or with
-    keyword arguments, the plan does not apply, and the first such call warns in one line that its
-    memory is not the plan's. Returns the model."""
-    fitted = [(tuple(x.shape), x.dtype) for x in inputs]
+    In training with grad, a call with positional tensors runs the plan (`checkpointed`, the
+    captured graph with its segments): at the fitted shapes and dtypes as fitted; at other shapes
+    (a short last batch, a shorter sequence) on the forward captured again at those shapes, once
+    per shape, with the same segments, where that capture has the profiled graph's nodes. The
+    budget is promised at the fitted shapes and at smaller ones (no dimension larger); the first
+    call at a larger shape warns in one line. Any other call runs the class's own forward: in eval
+    or under no_grad there is nothing to recompute; with keyword arguments, or where the capture at
+    a new shape differs from the profiled graph, the plan does not apply, and the first such call
+    warns in one line that its memory is not the plan's. Returns the model."""
+    fitted = _signature(inputs)
     own_forward = type(model).forward
-    warned = []
+    plans = {fitted: checkpointed}
+    warned = set()
+
+    def warn(kind: str, message: str) -> None:
+        if kind not in warned:
+            warned.add(kind)
+            warnings.warn(f"acprof: {type(model).__name__} was fitted at {[list(f[0]) for f in fitted]}; {message}",
+                          stacklevel=5)  # warn, forward, the Module call (two frames), the caller
 
     def forward(*args, **kwargs):
         if model.training and torch.is_grad_enabled():
-            called = [(tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else None for a in args]
-            if not kwargs and called == fitted:
-                return checkpointed(*args)
-            if not warned:
-                warned.append(True)
-                shapes = [c[0] if c else type(a).__name__ for c, a in zip(called, args)]
-                warnings.warn(f"acprof: {type(model).__name__} was fitted at {[list(f[0]) for f in fitted]}; this call "
-                              f"({[list(s) if isinstance(s, tuple) else s for s in shapes]}"
-                              f"{', keywords' if kwargs else ''}) runs without the plan, so its memory is not the "
-                              "plan's: fit at the shape you train at", stacklevel=2)
+            if not kwargs and all(isinstance(a, torch.Tensor) for a in args):
+                called = _signature(args)
+                plan = plans.get(called)
+                if called not in plans:
+                    plan = plans[called] = _plan_at(model, checkpointed, args)
+                if plan is not None:
+                    if not _no_larger(called, fitted):
+                        warn("larger", f"this call ({[list(c[0]) for c in called]}) is larger, and the budget is "
+                                       "promised only at the fitted shapes and smaller ones: fit at the largest "
+                                       "shape you train at")
+                    return plan(*args)
+                warn("other", f"at this call's shapes ({[list(c[0]) for c in called]}) the forward captures "
+                              "another graph, so it runs without the plan and its memory is not the plan's: fit "
+                              "at this shape too")
+            else:
+                warn("keywords", "a call with keyword arguments or non-tensor arguments runs without the plan, so "
+                                 "its memory is not the plan's: call it with the tensors fit was given")
         return own_forward(model, *args, **kwargs)
 
     forward.acprof_checkpointed = checkpointed
     uninstall(model)
     model.forward = forward
     return model
+
+
+def _signature(tensors: Sequence[torch.Tensor]) -> tuple:
+    return tuple((tuple(t.shape), t.dtype) for t in tensors)
+
+
+def _no_larger(called: tuple, fitted: tuple) -> bool:
+    """Every argument of the same rank and dtype as fitted, and no dimension larger."""
+    return len(called) == len(fitted) and all(
+        c_dtype == f_dtype and len(c_shape) == len(f_shape) and all(c <= f for c, f in zip(c_shape, f_shape))
+        for (c_shape, c_dtype), (f_shape, f_dtype) in zip(called, fitted))
+
+
+def _plan_at(model: torch.nn.Module, checkpointed: CheckpointedModule,
+             inputs: Sequence[torch.Tensor]) -> Optional[CheckpointedModule]:
+    """The installed plan on the forward captured at these inputs' shapes, or None where that
+    capture is not the profiled graph (other nodes: the plan's segments do not name its values).
+    The capture leaves the generator and the buffers as they were."""
+    installed = model.__dict__.pop("forward")  # captured is the class's forward, not this one
+    with torch_logs_quiet(), torch.random.fork_rng(devices=[]), training_state_kept(model):
+        try:
+            graph = capture(model, inputs)
+            return apply_plan(model, checkpointed.plan, profile=checkpointed.profile, graph=graph)
+        except (PlanMismatch, ModelFails):  # another graph, or torch.export refused this shape
+            return None
+        finally:
+            model.forward = installed
 
 
 def uninstall(model: torch.nn.Module) -> None:

@@ -185,6 +185,22 @@ def test_a_plan_made_for_another_model_is_refused(tmp_path):
     assert "profile this module" in str(raised.value) or "make the plan" in str(raised.value)
 
 
+def steps_with_and_without_the_plan(model, inputs, optimizer=None):
+    """One measured step of the fitted model at `inputs`, and one of its own forward (bit for bit
+    the same step); the plan stays installed."""
+    from acprof.eager.recorder import measure_step
+    from acprof.eager.verification import compare_steps
+    with_plan = measure_step(model, inputs, mean_loss, optimizer=optimizer)
+    installed = model.__dict__.pop("forward")
+    try:
+        own = measure_step(model, inputs, mean_loss, optimizer=optimizer)
+    finally:
+        model.forward = installed
+    verdict = compare_steps(own, with_plan, "", None)
+    assert not verdict["differences"], verdict["differences"]
+    return with_plan, own
+
+
 def test_gpt2_from_a_config_with_adamw_measures_its_prediction():
     transformers = pytest.importorskip("transformers")
     transformers.logging.set_verbosity_error()
@@ -199,8 +215,14 @@ def test_gpt2_from_a_config_with_adamw_measures_its_prediction():
     assert fitted.segments >= 1
     assert fitted.measured_peak_bytes == fitted.predicted_peak_bytes <= budget
     assert fitted.verification["mode"] == "bitwise"
+    smaller = {}
+    for shape in ((3, 64), (4, 48)):  # a short last batch and a shorter sequence: the plan, within the budget
+        with_plan, own = steps_with_and_without_the_plan(model, (torch.randint(0, 256, shape),), optimizer)
+        assert with_plan["peak_bytes"] <= budget
+        smaller[str(shape)] = with_plan["peak_bytes"]
     print(json.dumps({"peak": answer.peak_bytes, "floor": answer.floor_bytes, "budget": budget,
-                      "predicted": fitted.predicted_peak_bytes, "measured": fitted.measured_peak_bytes}))
+                      "predicted": fitted.predicted_peak_bytes, "measured": fitted.measured_peak_bytes,
+                      "at smaller shapes": smaller}))
 
 
 def test_the_fitted_module_is_the_model_itself_and_other_calls_run_its_own_forward(recwarn):
@@ -220,10 +242,12 @@ def test_the_fitted_module_is_the_model_itself_and_other_calls_run_its_own_forwa
     assert torch.equal(model(*inputs), Net.forward(model, *inputs))
     model.train()
     assert not recwarn.list
-    short = torch.randint(0, 128, (3, 32))                   # a short last batch: runs, and says so once
-    mean_loss(model(short)).backward()
-    mean_loss(model(short)).backward()
+    short = torch.randint(0, 128, (3, 32))
+    mean_loss(model(ids=short)).backward()                   # keywords: the class's forward, said once
+    mean_loss(model(ids=short)).backward()
     assert len(recwarn.list) == 1 and "runs without the plan" in str(recwarn.list[0].message)
+    mean_loss(model(torch.randint(0, 128, (16, 32)))).backward()  # larger than fitted: the plan, said once
+    assert len(recwarn.list) == 2 and "budget is promised only at the fitted shapes" in str(recwarn.list[1].message)
     fitted.remove()
     assert "forward" not in model.__dict__ and acprof.installed_plan(model) is None
 
@@ -244,3 +268,20 @@ def test_a_hugging_face_model_keeps_its_config_and_generate_after_fit():
     model.eval()
     generated = model.generate(inputs[0][:1, :8], max_new_tokens=4, do_sample=False, pad_token_id=0)
     assert generated.shape == (1, 12)
+
+
+@pytest.mark.parametrize("shape", [(7, 32), (8, 28)], ids=["short_last_batch", "shorter_sequence"])
+def test_at_a_smaller_shape_the_plan_runs_within_the_budget_bit_for_bit(shape, recwarn):
+    """Fitted at [8, 32], a call at a smaller shape runs the same segments on the forward captured
+    at that shape: its measured peak is within the budget (the step as it is exceeds it), and its
+    loss, gradients and buffers equal the model's own forward's bit for bit. The shapes are close
+    enough to the fitted one that the model's own step at them is over the budget."""
+    model, inputs = net_and_inputs()
+    _, budget = halfway(model, inputs)
+    fitted = acprof.fit(model, inputs, budget=budget, loss_fn=mean_loss)
+    torch.manual_seed(1)
+    with_plan, own = steps_with_and_without_the_plan(model, (torch.randint(0, 128, shape),))
+    assert not recwarn.list, [str(w.message) for w in recwarn.list]
+    assert with_plan["peak_bytes"] <= budget < own["peak_bytes"]
+    print(json.dumps({"shape": list(shape), "budget": budget, "with_plan": with_plan["peak_bytes"],
+                      "own_forward": own["peak_bytes"], "fitted_measured": fitted.measured_peak_bytes}))

@@ -11,7 +11,7 @@ segment, each use of an outside tensor that may need grad is a checkpoint input 
 
 import contextlib
 import json
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.autograd.profiler import record_function
@@ -112,10 +112,12 @@ class CheckpointedModule(torch.nn.Module):
     buffers, so training it trains the module. In eval mode it runs the module itself: the graph is
     the training step's, and without a backward there is nothing to recompute."""
 
-    def __init__(self, module: torch.nn.Module, graph: EagerGraph, plan: dict):
+    def __init__(self, module: torch.nn.Module, graph: EagerGraph, plan: dict, profile: Optional[dict] = None):
         super().__init__()
         self.module = module
         self.graph = graph
+        # What it was made from: the plan and its profile apply again to a capture at other shapes.
+        self.plan, self.profile = plan, profile
         self._marking = False
         self.segments = sorted((_Segment(graph, s) for s in plan["segments"]), key=lambda s: s.first)
         for a, b in zip(self.segments, self.segments[1:]):
@@ -210,4 +212,4 @@ def apply_plan(module: torch.nn.Module, plan, profile=None, graph: EagerGraph = 
     if graph is None:
         graph = EagerGraph(module, example_inputs)
     take_profile_facts(graph, profile)
-    return CheckpointedModule(module, graph, plan)
+    return CheckpointedModule(module, graph, plan, profile)
