@@ -365,6 +365,35 @@ HF_MODELS = {
     "t5_conditional_generation": ("T5ForConditionalGeneration", "T5Config",
                                   dict(d_model=HF_WIDTH, d_kv=HF_WIDTH // HF_HEADS, d_ff=4 * HF_WIDTH,
                                        num_layers=HF_LAYERS, num_heads=HF_HEADS)),
+    # A second grouped-query-attention decoder family, with biases on q, k and v.
+    "qwen2_causal_lm": ("Qwen2ForCausalLM", "Qwen2Config",
+                        dict(hidden_size=HF_WIDTH, num_hidden_layers=HF_LAYERS, num_attention_heads=HF_HEADS,
+                             num_key_value_heads=HF_HEADS // 2, intermediate_size=4 * HF_WIDTH,
+                             max_position_embeddings=HF_SEQUENCE)),
+    # Mixture of experts: top-2 of four experts per token, routing that depends on the data.
+    "mixtral_causal_lm": ("MixtralForCausalLM", "MixtralConfig",
+                          dict(hidden_size=HF_WIDTH, num_hidden_layers=HF_LAYERS, num_attention_heads=HF_HEADS,
+                               num_key_value_heads=HF_HEADS // 2, intermediate_size=2 * HF_WIDTH,
+                               num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=HF_SEQUENCE)),
+    "opt_causal_lm": ("OPTForCausalLM", "OPTConfig",
+                      dict(hidden_size=HF_WIDTH, num_hidden_layers=HF_LAYERS, num_attention_heads=HF_HEADS,
+                           ffn_dim=4 * HF_WIDTH, word_embed_proj_dim=HF_WIDTH, max_position_embeddings=HF_SEQUENCE)),
+    "roberta_masked_lm": ("RobertaForMaskedLM", "RobertaConfig",
+                          dict(hidden_size=HF_WIDTH, num_hidden_layers=HF_LAYERS, num_attention_heads=HF_HEADS,
+                               intermediate_size=4 * HF_WIDTH, max_position_embeddings=HF_SEQUENCE + 2)),
+    # Vision and audio, called with pixels and with a waveform (HF_SIGNALS).
+    "vit_image_classification": ("ViTForImageClassification", "ViTConfig",
+                                 dict(hidden_size=HF_WIDTH, num_hidden_layers=HF_LAYERS, num_attention_heads=HF_HEADS,
+                                      intermediate_size=4 * HF_WIDTH, image_size=32, patch_size=4, num_labels=10)),
+    "wav2vec2_ctc": ("Wav2Vec2ForCTC", "Wav2Vec2Config",
+                     dict(hidden_size=HF_WIDTH, num_hidden_layers=HF_LAYERS, num_attention_heads=HF_HEADS,
+                          intermediate_size=4 * HF_WIDTH, conv_dim=(32, 32), conv_stride=(5, 4), conv_kernel=(10, 8),
+                          num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, vocab_size=32)),
+}
+# The models above called with a signal instead of token ids: the argument and its spec.
+HF_SIGNALS = {
+    "vit_image_classification": ("pixel_values", f"float32[{BATCH},3,32,32]"),
+    "wav2vec2_ctc": ("input_values", f"float32[{BATCH},4000]"),
 }
 
 
@@ -379,6 +408,18 @@ class TokenLogits(nn.Module):
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=input_ids, return_dict=False)[0]
+
+
+class SignalLogits(nn.Module):
+    """The same for a model of pixels or of a waveform, called with that one named argument."""
+
+    def __init__(self, model: nn.Module, argument: str):
+        super().__init__()
+        self.model = model
+        self.argument = argument
+
+    def forward(self, signal: torch.Tensor) -> torch.Tensor:
+        return self.model(**{self.argument: signal}, return_dict=False)[0]
 
 
 class EncoderDecoderLogits(nn.Module):
@@ -404,11 +445,16 @@ def build_hugging_face(name: str) -> Tuple[nn.Module, specs.TrainingSpecs]:
     # "sdpa" named rather than left to the default, so that attention stays the op PyTorch 2 users'
     # models call (aten::scaled_dot_product_attention) should the default change. No key-value
     # cache: a training step has no use for one. Dropout is each config's default.
-    config = getattr(transformers, config_class)(vocab_size=HF_VOCABULARY, attn_implementation="sdpa",
-                                                 use_cache=False, **sizes)
+    sizes = dict({"vocab_size": HF_VOCABULARY}, **sizes)
+    if name not in HF_SIGNALS:
+        sizes["use_cache"] = False
+    config = getattr(transformers, config_class)(attn_implementation="sdpa", **sizes)
     torch.manual_seed(0)
     model = getattr(transformers, model_class)(config)
     model.train()
+    if name in HF_SIGNALS:
+        argument, signal = HF_SIGNALS[name]
+        return SignalLogits(model, argument), specs.TrainingSpecs(inputs=[signal], target="", loss="mean")
     tokens = f"int64[{BATCH},{HF_SEQUENCE}]:0..{HF_VOCABULARY}"
     if config.is_encoder_decoder:
         return EncoderDecoderLogits(model), specs.TrainingSpecs(inputs=[tokens, tokens], target=tokens,
