@@ -4,7 +4,8 @@
 #
 #   scripts/gpu_check.sh --pack    here, on a machine set up by scripts/setup.sh: copies the
 #                                  C++ libraries acprof builds with (nlohmann-json, CLI11, fmt,
-#                                  GoogleTest, dygraphs, from apt) into .gpu-deps/ (git-ignored)
+#                                  GoogleTest, OpenSSL's libcrypto, dygraphs, from apt) into
+#                                  .gpu-deps/ (git-ignored)
 #   scripts/gpu_check.sh           there, with .gpu-deps/ carried beside the tree: see below
 #
 # There, each stage skipped when the deadline (ACPROF_GPU_SECONDS, default 560 s from the start)
@@ -45,6 +46,11 @@ if [ "${1:-}" = "--pack" ]; then
   cp -r /usr/share/cmake/nlohmann_json /usr/share/cmake/CLI11 "$deps/share/cmake/"
   cp -r /usr/$lib/cmake/fmt /usr/$lib/cmake/GTest "$deps/$lib/cmake/"
   cp -a /usr/$lib/libfmt.so* /usr/$lib/libgtest.a /usr/$lib/libgtest_main.a "$deps/$lib/"
+  # libcrypto (the recorder's SHA-256). Debian keeps two of its headers in include/<arch>/openssl,
+  # which the compiler finds only under /usr, so the copy puts them beside the others.
+  cp -r /usr/include/openssl "$deps/include/"
+  cp /usr/include/x86_64-linux-gnu/openssl/* "$deps/include/openssl/"
+  cp -a /usr/$lib/libcrypto.so* "$deps/$lib/"
   mkdir -p "$deps/share/javascript/dygraphs" "$deps/share/doc/libjs-dygraphs"   # the report's charts (viz/)
   cp -L /usr/share/javascript/dygraphs/dygraph.min.js /usr/share/javascript/dygraphs/dygraph.min.css \
         "$deps/share/javascript/dygraphs/"

@@ -11,6 +11,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build git
   nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev               # the C++ build
   pybind11-dev                                                          # python/engine: acprof._engine
+  libssl-dev                                                            # profiler/recorder: a model file's SHA-256 (libcrypto)
   libjs-dygraphs                                                        # viz: the report's charts, embedded at build time
   clang-14 libclang-rt-14-dev                                           # fuzz/: ASan, UBSan, libFuzzer
   chromium chromium-driver python3-selenium                             # viz: the browser test

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -489,6 +490,70 @@ TEST(PlannerCli, PlanRunsWithoutLibTorchWhileProfileNeedsTheProgramBesideIt) {
   EXPECT_EQ(lineCount(profile.err), 1) << profile.err;
   EXPECT_NE(profile.err.find("acprof-torch"), std::string::npos) << profile.err;
   EXPECT_FALSE(fs::exists(dir + "/profile.json.tmp"));
+}
+
+// A file `acprof plan` wrote, with what depends on the clock taken out: how
+// long a search took ("seconds" in the outcome, "in 0.42 s" in the exact
+// solver's report). Everything else is the planner's decision and must repeat.
+nlohmann::json withoutSearchSeconds(nlohmann::json value) {
+  if (value.is_object()) value.erase("seconds");
+  if (value.is_structured()) {
+    for (auto& item : value) item = withoutSearchSeconds(item);
+  } else if (value.is_string()) {
+    static const std::regex kSeconds(R"(in [0-9]+\.[0-9]+ s\b)");
+    value = std::regex_replace(value.get<std::string>(), kSeconds, "in ... s");
+  }
+  return value;
+}
+
+// solver.h promises that every solver is deterministic; within one process,
+// PlannerSolver.EverySolverInTheTableGivesTheSamePlanForTheSameInputs checks
+// it. Here `acprof plan` runs twice, in two processes (other addresses, other
+// thread timings, a fresh start of every static), for each solver of the
+// table, at a budget the solvers meet, at one below every floor (a refusal
+// whose outcome carries the floor's make-up) and at 100 % (where `none` makes
+// a plan too): the exit codes, plan.json and the outcome are the same, byte
+// for byte apart from search seconds. The profile has 4 residual blocks, on
+// which the exact solver proves its plan well inside its time limit.
+TEST(PlannerCli, EverySolverWritesTheSamePlanInTwoProcesses) {
+  const std::string dir = makeScratchDir("plan-two-processes");
+  Profile profile = testing::residualNetworkProfile(4, 7);
+  profile.meta.model_path = "residual.pt";
+  profile.meta.model_sha256 = "f00d";
+  writeProfileFile(profile, dir + "/profile.json");
+  for (const SolverEntry& entry : solverTable()) {
+    int plans = 0;
+    for (const std::string budget : {"70%", "1%", "100%"}) {
+      const std::string command =
+          "plan --budget " + budget + " --solver " + entry.name + " --time-limit 60 --outcome outcome.json";
+      const std::string what = entry.name + " at " + budget;
+      std::vector<int> exit_codes;
+      std::vector<std::string> plan_files, outcome_files;
+      for (int run = 0; run < 2; ++run) {
+        fs::remove(dir + "/plan.json");
+        const auto result = runAcprof(command, dir);
+        exit_codes.push_back(result.exit_code);
+        outcome_files.push_back(readWholeFile(dir + "/outcome.json"));
+        plan_files.push_back(fs::exists(dir + "/plan.json") ? readWholeFile(dir + "/plan.json") : "");
+      }
+      ASSERT_EQ(exit_codes[0], exit_codes[1]) << what;
+      ASSERT_TRUE(exit_codes[0] == 0 || exit_codes[0] == 3) << what << ": exit " << exit_codes[0];
+      EXPECT_EQ(withoutSearchSeconds(nlohmann::json::parse(outcome_files[0])),
+                withoutSearchSeconds(nlohmann::json::parse(outcome_files[1])))
+          << what;
+      if (exit_codes[0] != 0) continue;
+      ++plans;
+      const nlohmann::json plan = nlohmann::json::parse(plan_files[0]);
+      EXPECT_NE(plan.at("solver_report").get<std::string>().rfind("not proven", 0), 0u)
+          << what << ": the search stopped at its limit, which no run repeats";
+      if (plan.at("solver_report").get<std::string>().empty()) {
+        EXPECT_EQ(plan_files[0], plan_files[1]) << what;  // no clock in it: the bytes themselves
+      } else {
+        EXPECT_EQ(withoutSearchSeconds(plan), withoutSearchSeconds(nlohmann::json::parse(plan_files[1]))) << what;
+      }
+    }
+    EXPECT_GE(plans, 1) << entry.name << " wrote no plan to compare";
+  }
 }
 
 }  // namespace

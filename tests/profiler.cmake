@@ -13,7 +13,7 @@ if(NOT ACPROF_WITH_TORCH)
 endif()
 acprof_add_test(profiler_tests OPTIMIZED  # the precompiled torch headers
   SOURCES profiler_input_spec_test.cpp profiler_recorder_test.cpp profiler_cli_test.cpp profiler_cut_facts_test.cpp
-          profiler_loss_test.cpp profiler_kernel_time_table_test.cpp
+          profiler_loss_test.cpp profiler_kernel_time_table_test.cpp profiler_sha256_test.cpp
   LIBS acprof_recorder acprof_command_budget
   FIXTURES test_models)
 # The kernel time table (its CUPTI timer's bookkeeping) is the recorder's internals.

@@ -1,61 +1,29 @@
-// SHA-256 (FIPS 180-4) of a file, so that a plan can be tied to the exact model
-// bytes it was made for without pulling in a crypto library.
-#include <array>
-#include <cstdint>
-#include <cstring>
+// SHA-256 of a file, so that a plan is tied to the exact model bytes it was
+// made for: the rewrite refuses a plan whose hash is not the model's, so the
+// hash must be collision-resistant. OpenSSL's libcrypto computes it (Debian's
+// libssl-dev), the reference implementation maintained for security, rather
+// than a hand-written FIPS 180-4 here.
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <openssl/evp.h>
 
 #include "acprof/recorder.h"
 
 namespace acprof {
 namespace {
 
-constexpr std::array<uint32_t, 64> kRoundConstants = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+struct FreeDigestContext {
+  void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
+};
 
-uint32_t rotateRight(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-void compressBlock(std::array<uint32_t, 8>& state, const unsigned char* block) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; ++i)
-    w[i] = (uint32_t(block[4 * i]) << 24) | (uint32_t(block[4 * i + 1]) << 16) | (uint32_t(block[4 * i + 2]) << 8) |
-           uint32_t(block[4 * i + 3]);
-  for (int i = 16; i < 64; ++i) {
-    const uint32_t s0 = rotateRight(w[i - 15], 7) ^ rotateRight(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const uint32_t s1 = rotateRight(w[i - 2], 17) ^ rotateRight(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = state[0], b = state[1], c = state[2], d = state[3], e = state[4], f = state[5], g = state[6],
-           h = state[7];
-  for (int i = 0; i < 64; ++i) {
-    const uint32_t s1 = rotateRight(e, 6) ^ rotateRight(e, 11) ^ rotateRight(e, 25);
-    const uint32_t choose = (e & f) ^ (~e & g);
-    const uint32_t t1 = h + s1 + choose + kRoundConstants[i] + w[i];
-    const uint32_t s0 = rotateRight(a, 2) ^ rotateRight(a, 13) ^ rotateRight(a, 22);
-    const uint32_t majority = (a & b) ^ (a & c) ^ (b & c);
-    const uint32_t t2 = s0 + majority;
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  state[0] += a, state[1] += b, state[2] += c, state[3] += d;
-  state[4] += e, state[5] += f, state[6] += g, state[7] += h;
+// libcrypto fails here only when it cannot allocate or its default provider
+// is missing, which no input of ours causes.
+void checkDigestStep(int ok, const std::string& path, const char* step) {
+  if (ok != 1) throw RecordError(fmt::format("{}: libcrypto's SHA-256 failed at {}", path, step));
 }
 
 }  // namespace
@@ -63,32 +31,23 @@ void compressBlock(std::array<uint32_t, 8>& state, const unsigned char* block) {
 std::string sha256OfFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw RecordError(fmt::format("{}: cannot open the file; check the path", path));
-  std::array<uint32_t, 8> state = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  std::vector<unsigned char> buffer(1 << 16);
-  uint64_t total_bytes = 0;
-  size_t pending = 0;  // bytes of an incomplete block kept at the buffer's start
+  const std::unique_ptr<EVP_MD_CTX, FreeDigestContext> context(EVP_MD_CTX_new());
+  checkDigestStep(context != nullptr, path, "EVP_MD_CTX_new");
+  checkDigestStep(EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr), path, "EVP_DigestInit_ex");
+  // Streamed in 64 KiB reads: a model file can be gigabytes.
+  std::vector<char> buffer(1 << 16);
   while (in) {
-    in.read(reinterpret_cast<char*>(buffer.data() + pending), buffer.size() - pending);
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     const size_t got = static_cast<size_t>(in.gcount());
-    total_bytes += got;
-    const size_t available = pending + got;
-    const size_t whole = available / 64 * 64;
-    for (size_t offset = 0; offset < whole; offset += 64) compressBlock(state, buffer.data() + offset);
-    pending = available - whole;
-    std::memmove(buffer.data(), buffer.data() + whole, pending);
-    if (got == 0) break;
+    if (got > 0) checkDigestStep(EVP_DigestUpdate(context.get(), buffer.data(), got), path, "EVP_DigestUpdate");
   }
-  // Padding: 0x80, zeros, then the message length in bits, big-endian.
-  unsigned char tail[128] = {0};
-  std::memcpy(tail, buffer.data(), pending);
-  tail[pending] = 0x80;
-  const size_t tail_size = pending + 1 + 8 <= 64 ? 64 : 128;
-  const uint64_t bits = total_bytes * 8;
-  for (int i = 0; i < 8; ++i) tail[tail_size - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  for (size_t offset = 0; offset < tail_size; offset += 64) compressBlock(state, tail + offset);
+  if (in.bad()) throw RecordError(fmt::format("{}: reading the file failed; check the file", path));
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_size = 0;
+  checkDigestStep(EVP_DigestFinal_ex(context.get(), digest, &digest_size), path, "EVP_DigestFinal_ex");
   std::string hex;
-  for (uint32_t word : state) hex += fmt::format("{:08x}", word);
+  hex.reserve(2 * digest_size);
+  for (unsigned int i = 0; i < digest_size; ++i) hex += fmt::format("{:02x}", digest[i]);
   return hex;
 }
 
