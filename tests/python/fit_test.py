@@ -285,3 +285,40 @@ def test_at_a_smaller_shape_the_plan_runs_within_the_budget_bit_for_bit(shape, r
     assert with_plan["peak_bytes"] <= budget < own["peak_bytes"]
     print(json.dumps({"shape": list(shape), "budget": budget, "with_plan": with_plan["peak_bytes"],
                       "own_forward": own["peak_bytes"], "fitted_measured": fitted.measured_peak_bytes}))
+
+
+class BranchesOnTheBatch(torch.nn.Module):
+    """Another op stream below batch 6: an extra layer runs, so the capture there is another graph."""
+
+    def __init__(self, width=64):
+        super().__init__()
+        self.net = Net(width)
+        self.extra = torch.nn.Linear(128, 128)
+
+    def forward(self, ids):
+        out = self.net(ids)
+        if ids.shape[0] < 6:
+            out = self.extra(out)
+        return out
+
+
+def test_a_shape_whose_op_stream_differs_runs_the_model_itself_and_says_so(recwarn):
+    """Where the forward at a new shape runs other ops than the profiled step, the plan's segments
+    name nodes that capture does not have: the call runs the model's own forward (its loss and
+    gradients are the model's), with one warning that its memory is not the plan's, and the
+    fitted shape keeps its plan."""
+    torch.manual_seed(0)
+    model = BranchesOnTheBatch()
+    inputs = (torch.randint(0, 128, (8, 32)),)
+    _, budget = halfway(model, inputs)
+    acprof.fit(model, inputs, budget=budget, loss_fn=mean_loss)
+    small = torch.randint(0, 128, (4, 32))
+    torch.manual_seed(3)
+    loss = mean_loss(model(small))
+    torch.manual_seed(3)
+    assert torch.equal(loss, mean_loss(BranchesOnTheBatch.forward(model, small)))
+    assert len(recwarn.list) == 1 and "captures another graph" in str(recwarn.list[0].message)
+    mean_loss(model(small)).backward()
+    assert len(recwarn.list) == 1
+    with_plan, _ = steps_with_and_without_the_plan(model, inputs)
+    assert with_plan["peak_bytes"] <= budget
