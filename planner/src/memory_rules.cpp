@@ -282,6 +282,14 @@ bool viewHeldBySegment(const ProfileIndex& index, const SegmentTiming& timing, c
                      });
 }
 
+// `v`'s value as its tensor's first value has it, and every other value on
+// that tensor (ProfileIndex::same_tensor_as, aliases_of_value), into `out`.
+void valuesOnTheTensorOf(const ProfileIndex& index, int v, std::vector<int>& out) {
+  const int root = index.same_tensor_as[v];
+  out.assign(1, root);
+  out.insert(out.end(), index.aliases_of_value.begin(root), index.aliases_of_value.end(root));
+}
+
 // Fills more of timing.held_use_gradients (memory_rules.h): a segment output
 // that nodes after the segment read and that is also read inside it gets two
 // gradients. The one from outside comes first and waits in the output's
@@ -312,9 +320,7 @@ void addHeldOutputGradients(const ProfileIndex& index, const SegmentBoundary& bo
   for (int v : boundary.outputs) {
     const GraphValue& value = p.values[v];
     if (!value.is_tensor || !value.needs_grad || value.bytes <= 0) continue;
-    const int root = index.same_tensor_as[v];
-    same_tensor.assign(1, root);
-    same_tensor.insert(same_tensor.end(), index.aliases_of_value.begin(root), index.aliases_of_value.end(root));
+    valuesOnTheTensorOf(index, v, same_tensor);
     if (std::none_of(same_tensor.begin(), same_tensor.end(), [&](int alias) {
           return sumWaits(index, timing, index.readers_of_value.begin(alias), index.readers_of_value.end(alias));
         }))
@@ -405,9 +411,7 @@ void addPassedOnOutputGradients(const ProfileIndex& index, const SegmentBoundary
   for (int v : boundary.outputs) {
     const GraphValue& value = p.values[v];
     if (!value.is_tensor || !value.needs_grad || value.bytes <= 0) continue;
-    const int root = index.same_tensor_as[v];
-    same_tensor.assign(1, root);
-    same_tensor.insert(same_tensor.end(), index.aliases_of_value.begin(root), index.aliases_of_value.end(root));
+    valuesOnTheTensorOf(index, v, same_tensor);
     // A use inside with a backward is addHeldOutputGradients' case (an argmax has none).
     const auto used_inside = [&](int alias) {
       return std::any_of(index.readers_of_value.begin(alias), index.readers_of_value.end(alias),
