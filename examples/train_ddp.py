@@ -135,7 +135,8 @@ def worker(rank, args, init_method, results):
         results.put((rank, problems, len(original_steps[0][1])))
         # Both ranks are done with the group before either tears it down: a rank that destroyed it
         # while its peer still closed its last collective's connection aborted that peer in gloo's
-        # thread ("terminate called without an active exception": example_train_ddp_cnn, once in a clean-clone CI run).
+        # thread ("terminate called without an active exception", example_train_ddp_cnn, once in
+        # a clean-clone CI run).
         dist.barrier()
     finally:
         dist.destroy_process_group()

@@ -21,7 +21,7 @@ except ImportError as _missing:  # the package's files without the build that ma
 
 __all__ = ["EngineError", "EngineMissing", "require", "profile_from_event_stream", "plan_outcome", "plan",
            "budget_bytes", "format_bytes", "write_json", "more_iterations_wanted", "timing_stop", "another_pair_fits",
-           "process_age_seconds", "step_times", "default_timed_rounds"]
+           "process_age_seconds", "step_times", "default_timed_rounds", "default_measured_iterations"]
 
 
 class EngineMissing(ImportError):
@@ -83,6 +83,11 @@ def more_iterations_wanted(iteration_us, most_iterations: int, spent_seconds: Op
     more keeps the profile within its budget of training steps."""
     return _module().more_iterations_wanted([float(t) for t in iteration_us], int(most_iterations), spent_seconds,
                                             float(step_seconds), float(after_seconds))
+
+
+def default_measured_iterations() -> int:
+    """The most measured iterations of a profile unless asked for others (acprof profile --iters)."""
+    return _module().default_measured_iterations
 
 
 def default_timed_rounds() -> int:

@@ -15,7 +15,8 @@ plan (acprof.eager.apply_plan: the model's parameters, shared) and verifies the 
 of the checkpointed module against one of the model, loss, gradients, buffers and the parameters
 the optimizer stepped bit for bit, and its measured peak against the prediction and the budget.
 The model and the optimizer are left as they were. It takes about nine training steps of the
-model and the planner's time (bench/command_cost.py). What it cannot do raises one of acprof.errors' types with one line.
+model and the planner's time (bench/command_cost.py). What it cannot do raises one of
+acprof.errors' types with one line.
 """
 
 import json

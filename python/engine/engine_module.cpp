@@ -96,6 +96,8 @@ PYBIND11_MODULE(_engine, m) {
       py::arg("step_seconds") = 0.0, py::arg("after_seconds") = 0.0,
       "whether a profile measures one more iteration after those timed (acprof/measured_iterations.h); with "
       "spent_seconds, only while one more keeps the profile within its budget of training steps");
+  // The most measured iterations unless asked for others (acprof profile --iters).
+  m.attr("default_measured_iterations") = acprof::RunConfig{}.measured_iters;
   // The rewrite's timed pairs, by the TorchScript rewrite's rule (acprof/pair_timing.h).
   m.attr("default_timed_rounds") = acprof::kDefaultTimedRounds;
   m.def(

@@ -293,11 +293,6 @@ class TrainingStep:
         gc.collect()
 
 
-# At most this many measured iterations, as `acprof profile --iters` defaults to (profile_format.h
-# RunConfig::measured_iters); fewer where two agree or the profile's budget of steps is spent.
-MOST_MEASURED_ITERATIONS = 5
-
-
 def print_progress(line: str) -> None:
     """A progress line on stderr as the acprof binary prints them ("acprof: measured iteration 2")."""
     print(f"acprof: {line}", file=sys.stderr, flush=True)
@@ -365,12 +360,15 @@ def _record_profile(module, step: TrainingStep, path, graph, command, cost: Prof
     # adds its step times, and each step's time is the median over them (the LibTorch recorder's
     # rule, which the engine holds: measured_iterations.h): one iteration slowed by the machine
     # does not move the op times a plan's extra time is weighed by.
+    # At most as many as `acprof profile --iters` defaults to; fewer where two agree or the
+    # profile's budget of steps is spent.
+    most = engine.default_measured_iterations()
     progress("measured iteration 1")
     profiled, observed, marks, ends, first_us = measured_iteration()
     iteration_us, later_step_time_us = [first_us], []
-    while engine.more_iterations_wanted(iteration_us, MOST_MEASURED_ITERATIONS, cost.spent_seconds(),
-                                        cost.step_seconds, cost.after_seconds()):
-        progress(f"measured iteration {len(iteration_us) + 1} (at most {MOST_MEASURED_ITERATIONS})")
+    while engine.more_iterations_wanted(iteration_us, most, cost.spent_seconds(), cost.step_seconds,
+                                        cost.after_seconds()):
+        progress(f"measured iteration {len(iteration_us) + 1} (at most {most})")
         later, _, _, _, later_us = measured_iteration()
         iteration_us.append(later_us)
         later_step_time_us.append([s["time_us"] for s in later.steps])
