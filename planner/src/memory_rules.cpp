@@ -179,6 +179,21 @@ void holdGradientToReturn(const ProfileIndex& index, const SegmentTiming& timing
   if (interval.begin_leaf < interval.end_leaf) held.push_back(interval);
 }
 
+// Whether a node reads the weight storage as the weight itself (a value with no
+// producer, or one an attribute read makes), rather than only through a view
+// another node made of it. An eager forward's op stream reads a linear's weight
+// as t(weight) and then mm: the mm's gradient reaches the weight through the
+// transpose's backward, one use, not a second one summed with it.
+bool readsWeightItself(const ProfileIndex& index, int node, int weight) {
+  const Profile& p = index.profile;
+  if (node < 0 || node >= index.node_count) return false;
+  return std::any_of(p.nodes[node].reads.begin(), p.nodes[node].reads.end(), [&](int v) {
+    if (v < 0 || v >= static_cast<int>(p.values.size()) || weightReadAs(index, p.values[v]) != weight) return false;
+    const int producer = p.values[v].producer_node;
+    return producer < 0 || producer >= index.node_count || p.nodes[producer].role == CutRole::Duplicable;
+  });
+}
+
 // A traced model reads a weight through one value per use (a GetAttr each),
 // so uses of one weight are separate checkpoint inputs even across values.
 // A use whose gradient the original added to a running sum begun by a use
@@ -195,7 +210,7 @@ void heldWeightGradients(const ProfileIndex& index, const SegmentTiming& timing,
   bool sum_begun = false, first_in_segment = true;
   for (int user : index.profile.tensors[weight].users) {
     const int user_step = index.first_backward_step[user];
-    if (user == node || user_step < 0 || user_step >= step) continue;
+    if (user == node || user_step < 0 || user_step >= step || !readsWeightItself(index, user, weight)) continue;
     sum_begun = true;
     if (user >= timing.range.first_node && user <= timing.range.last_node) first_in_segment = false;
   }
