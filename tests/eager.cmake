@@ -43,12 +43,14 @@ function(acprof_add_eager_test name model budget)
 endfunction()
 
 # torchvision's ResNet-18 at 64x64, batch 2, planned at its floor, where segments hold batch
-# norms: their running statistics are updated once (by forward, not again by the recompute).
+# norms (native_batch_norm, the kernel eager's batch_norm runs): their running statistics are
+# updated once (by forward, not again by the recompute).
 acprof_add_eager_test(eager_resnet18_batch_norm_checkpointed_bit_for_bit_at_predicted_peak resnet18 floor
-                      aten::batch_norm)
-# Hugging Face GPT-2 from a config: at the floor, dropout in the segments, its masks replayed on
-# recompute; halfway between the floor and the profiled peak, a plan of a few segments.
-acprof_add_eager_test(eager_gpt2_floor_plan_dropout_bit_for_bit_at_predicted_peak gpt2 floor aten::dropout)
+                      aten::native_batch_norm)
+# Hugging Face GPT-2 from a config: at the floor, dropout in the segments (eager's dropout on the
+# CPU draws its mask with bernoulli_), its masks replayed on recompute; halfway between the floor
+# and the profiled peak, a plan of a few segments.
+acprof_add_eager_test(eager_gpt2_floor_plan_dropout_bit_for_bit_at_predicted_peak gpt2 floor aten::bernoulli_.float)
 acprof_add_eager_test(eager_gpt2_halfway_plan_bit_for_bit_at_predicted_peak gpt2 halfway)
 # Under CPU autocast to bfloat16: the recompute replays the autocast state forward ran under, so
 # its matrix products cast as forward's did, and autocast's cache of a weight's cast ends with the
@@ -59,16 +61,18 @@ acprof_add_eager_test(eager_gpt2_halfway_plan_bit_for_bit_at_predicted_peak gpt2
 acprof_add_eager_test(eager_gpt2_bfloat16_autocast_floor_plan_bit_for_bit_at_predicted_peak gpt2 floor aten::addmm
                       AUTOCAST bfloat16 UNIT_OP_TIMES)
 # Hugging Face BERT (masked LM) and a Llama-style decoder (its rotary embedding runs under
-# no_grad, which export wraps in a higher-order op), and torch's own nn.Transformer.
-acprof_add_eager_test(eager_bert_floor_plan_dropout_bit_for_bit_at_predicted_peak bert floor aten::dropout)
+# no_grad, recorded with each op's grad mode; its attention's dropout is drawn inside SDPA's math
+# path), and torch's own nn.Transformer.
+acprof_add_eager_test(eager_bert_floor_plan_dropout_bit_for_bit_at_predicted_peak bert floor aten::bernoulli_.float)
 acprof_add_eager_test(eager_llama_floor_plan_attention_dropout_bit_for_bit_at_predicted_peak llama floor
-                      aten::scaled_dot_product_attention)
-acprof_add_eager_test(eager_transformer_floor_plan_dropout_bit_for_bit_at_predicted_peak transformer floor aten::dropout)
+                      aten::bernoulli_.float)
+acprof_add_eager_test(eager_transformer_floor_plan_dropout_bit_for_bit_at_predicted_peak transformer floor
+                      aten::bernoulli_.float)
 # nn.TransformerDecoder, batch first: its attention's input projection folds into one mm only when
 # the weight requires grad, so the checkpoint's forward must keep its inputs' requires_grad (the
 # detached inputs it ran on before gave a loss 2.4e-7 off and gradients up to 1.9e-8 off).
 acprof_add_eager_test(eager_transformer_decoder_batch_first_floor_plan_bit_for_bit_at_predicted_peak
-                      transformer_decoder_batch_first floor aten::linear)
+                      transformer_decoder_batch_first floor aten::mm)
 
 # A plan made for another module is refused (acprof.eager.PlanMismatch), naming the fix.
 add_test(NAME eager_plan_for_another_module_is_refused

@@ -40,11 +40,11 @@ import shutil
 import torch
 
 from .errors import (AcprofError, BadInput, BudgetExceeded, InfeasibleBudget, ModelFails,  # noqa: E402
-                     VerificationFailed)
+                     StepDeparts, VerificationFailed)
 from .fit import Estimate, FitResult, apply, estimate, fit, installed_plan, uninstall  # noqa: E402
 
 __all__ = ["fit", "estimate", "apply", "uninstall", "installed_plan", "FitResult", "Estimate", "AcprofError", "BadInput", "InfeasibleBudget",
-           "VerificationFailed", "BudgetExceeded", "ModelFails", "load", "ops_library_path", "OpsLibraryNotFound"]
+           "VerificationFailed", "BudgetExceeded", "ModelFails", "StepDeparts", "load", "ops_library_path", "OpsLibraryNotFound"]
 __version__ = "0.1.0"
 
 LIBRARY_NAME = "libacprof_ops.so"

@@ -40,3 +40,9 @@ class BudgetExceeded(AcprofError):
 class ModelFails(AcprofError):
     """The model's own training step fails, or is not reproducible, with acprof or without it."""
     kind = "model_fails"
+
+
+class StepDeparts(ModelFails):
+    """A step of a planned module ran other ops than the profiled step from some node on: an op
+    returned another shape or value (the module's Python took another branch or routing), so the
+    plan, made for the profiled ops, cannot run it."""

@@ -19,25 +19,31 @@ model and the planner's time (bench/command_cost.py). What it cannot do raises o
 acprof.errors' types with one line.
 """
 
+import inspect
 import json
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import torch
 
 from . import engine
 from .errors import BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
+from .errors import AcprofError
 from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
-from .eager.recorder import (ProfileCost, TrainingStep, collections_of_new_objects_only, measure_step,
-                             record_profile, training_state_kept)
+from .eager.call import Call, positional
+from .eager.recorder import (ProfileCost, TrainingStep, collections_of_new_objects_only, compute_loss,
+                             measure_step, record_profile)
+from .eager.training_state import training_state_kept
 from .eager.step_checks import capture, check_step, first_line, torch_logs_quiet
 from .eager.verification import compare_steps
 
 __all__ = ["fit", "estimate", "apply", "install", "uninstall", "installed_plan", "FitResult", "Estimate"]
 
-Inputs = Union[torch.Tensor, Sequence[torch.Tensor]]
+# A tensor or a sequence of them: the positional arguments of forward; a mapping: its keyword
+# arguments (`dict(input_ids=x, labels=y)`), whose values may hold anything beside tensors.
+Inputs = Union[torch.Tensor, Sequence[Any], Mapping[str, Any]]
 
 
 @dataclass
@@ -109,38 +115,49 @@ def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
         optimizer: Optional[torch.optim.Optimizer] = None, verify: bool = True, solver: str = "auto",
         seed: int = 0) -> FitResult:
     """`model` checkpointed to train within `budget` ("6GB", "512MiB", "60%" of its step's peak,
-    or bytes) on inputs like `example_inputs`, verified. `loss_fn(output)` is the loss backward runs
-    from (default: the mean of the output's floating-point tensors); `optimizer`, over the model's
-    parameters, steps after backward, as in the user's loop."""
+    or bytes) on inputs like `example_inputs` (a tensor, the positional arguments, or a mapping of
+    keyword arguments such as `dict(input_ids=x, labels=y)`), verified. `loss_fn(output)` is the
+    loss backward runs from (default: the output's own `loss` where it has one, as a transformers
+    model given labels does, else the mean of its floating-point tensors); `optimizer`, over the
+    model's parameters, steps after backward, as in the user's loop."""
     with collections_of_new_objects_only():
         return _fit(model, example_inputs, budget, loss_fn, optimizer, verify, solver, seed)
 
 
 def _fit(model, example_inputs, budget, loss_fn, optimizer, verify, solver, seed) -> FitResult:
     cost = ProfileCost(steps_after=VERIFICATION_STEPS if verify else 0)
-    inputs = _inputs(example_inputs)
+    _trainable(model)
+    call = _call(example_inputs)
+    inputs = call.tensors
     uninstall(model)
-    graph, profile = _profile(model, inputs, loss_fn, optimizer, seed, cost)
-    plan = _plan(profile, budget, solver)
-    try:
-        checkpointed = apply_plan(model, plan, profile=profile, graph=graph)
-    except PlanMismatch as e:
-        raise BadInput(str(e)) from None
+    with positional(model, call):
+        graph, profile = _profile(model, inputs, loss_fn, optimizer, seed, cost)
+        plan = _plan(profile, budget, solver)
+        try:
+            checkpointed = apply_plan(model, plan, profile=profile, graph=graph)
+        except PlanMismatch as e:
+            raise BadInput(str(e)) from None
     baseline = plan.get("baseline_iteration_time_us", 0)
     result = FitResult(model, plan, profile, plan["budget_bytes"], profile["summary"]["peak_bytes"],
                        plan["predicted_peak_bytes"], None,
                        plan.get("extra_time_us", 0) / baseline if baseline > 0 else 0.0, len(plan["segments"]))
     if not verify:
-        install(model, checkpointed, inputs)
+        install(model, checkpointed, call)
         return result
-    loss = loss_fn if loss_fn is not None else "mean"
+    loss = _loss(loss_fn)
     # One warm-up of the model's own step (its optimizer's state, its first-call costs), then both
-    # measured steps from that one state: the model's as it is, and the checkpointed module's.
+    # measured steps from that one state: the model's as it is, and the checkpointed module's,
+    # called as the user calls it (the installed forward sees the call's own arguments).
     with training_state_kept(model, optimizer), collections_of_new_objects_only():
-        TrainingStep(list(inputs), loss, None, seed, "", optimizer).warm_up(model, lambda: model(*inputs))
-        before = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, warm_up=False)
-        install(model, checkpointed, inputs)
-        _verify(result, before, graph, inputs, loss, optimizer, seed)
+        with positional(model, call):
+            TrainingStep(list(inputs), loss, None, seed, "", optimizer).warm_up(model, lambda: model(*inputs))
+            before = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, warm_up=False)
+        install(model, checkpointed, call)
+        try:
+            _verify(result, before, graph, call, loss, optimizer, seed)
+        except AcprofError:
+            uninstall(model)
+            raise
     return result
 
 
@@ -155,7 +172,10 @@ def estimate(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, 
 
 
 def _estimate(model, example_inputs, budget, loss_fn, optimizer, solver, seed) -> Estimate:
-    _, profile = _profile(model, _inputs(example_inputs), loss_fn, optimizer, seed, ProfileCost())
+    _trainable(model)
+    call = _call(example_inputs)
+    with positional(model, call):
+        _, profile = _profile(model, call.tensors, loss_fn, optimizer, seed, ProfileCost())
     peak = profile["summary"]["peak_bytes"]
     floor = _outcome(profile, "1B", solver)  # no step fits in a byte: the planner's floor search
     floor_bytes = peak if floor["feasible"] else floor["smallest_peak_bytes"]
@@ -194,90 +214,103 @@ def apply(model: torch.nn.Module, plan: Union[str, dict], example_inputs: Inputs
     if not isinstance(plan.get("segments"), list) or "predicted_peak_bytes" not in plan:
         raise BadInput("the plan is not a plan (no segments or predicted peak); pass the plan.json "
                        "FitResult.save or `acprof plan` wrote")
-    inputs = _inputs(example_inputs)
+    call = _call(example_inputs)
     uninstall(model)
-    with torch_logs_quiet():
+    with torch_logs_quiet(), positional(model, call):
         try:
-            checkpointed = apply_plan(model, plan, profile=profile, example_inputs=inputs)
+            checkpointed = apply_plan(model, plan, profile=profile, example_inputs=call.tensors)
         except PlanMismatch as e:
             raise BadInput(str(e)) from None
-    return install(model, checkpointed, inputs)
+    return install(model, checkpointed, call)
 
 
-def install(model: torch.nn.Module, checkpointed: CheckpointedModule, inputs: Sequence[torch.Tensor]):
+def install(model: torch.nn.Module, checkpointed: CheckpointedModule, fitted: Call):
     """Makes the model's own forward run the plan: an instance attribute `forward` (nn.Module's
-    call finds it before the class's), so the model stays the same object, of the same class, with
-    its attributes (a Hugging Face model's config and generate) and its state_dict keys.
-    In training with grad, a call with positional tensors runs the plan (`checkpointed`, the
-    captured graph with its segments): at the fitted shapes and dtypes as fitted; at other shapes
-    (a short last batch, a shorter sequence) on the forward captured again at those shapes, once
-    per shape, with the same segments, where that capture has the profiled graph's nodes. The
-    budget is promised at the fitted shapes and at smaller ones (no dimension larger); the first
-    call at a larger shape warns in one line. Any other call runs the class's own forward: in eval
-    or under no_grad there is nothing to recompute; with keyword arguments, or where the capture at
-    a new shape differs from the profiled graph, the plan does not apply, and the first such call
-    warns in one line that its memory is not the plan's. Returns the model."""
-    fitted = _signature(inputs)
+    call finds it before the class's) with the class forward's signature (transformers' Trainer
+    reads it to choose the batch's columns), so the model stays the same object, of the same class,
+    with its attributes (a Hugging Face model's config and generate) and its state_dict keys.
+    In training with grad, a call with tensor arguments, positional or by name, runs the plan: as
+    fitted where it is fit's call, else on the forward recorded at that call, once per call's
+    signature, with the same segments, where that recording has the profiled graph's nodes (a short
+    last batch, a shorter sequence, Trainer's extra `num_items_in_batch`). The budget is promised
+    where the recorded ops are the fitted ones at no larger shapes; the first call elsewhere warns
+    in one line. Any other call runs the class's own forward: in eval or under no_grad there is
+    nothing to recompute; with no tensor argument, or where the recording differs from the
+    profiled graph, the plan does not apply, and the first such call warns in one line that its
+    memory is not the plan's. Returns the model."""
     own_forward = type(model).forward
-    plans = {fitted: checkpointed}
+    plans = {fitted.signature: (checkpointed, True)}
     warned = set()
 
     def warn(kind: str, message: str) -> None:
         if kind not in warned:
             warned.add(kind)
-            warnings.warn(f"acprof: {type(model).__name__} was fitted at {[list(f[0]) for f in fitted]}; {message}",
-                          stacklevel=5)  # warn, forward, the Module call (two frames), the caller
+            warnings.warn(f"acprof: {type(model).__name__} was fitted at {[list(t.shape) for t in fitted.tensors]}; "
+                          f"{message}", stacklevel=5)  # warn, forward, the Module call (two frames), the caller
 
     def forward(*args, **kwargs):
         if model.training and torch.is_grad_enabled():
-            if not kwargs and all(isinstance(a, torch.Tensor) for a in args):
-                called = _signature(args)
-                plan = plans.get(called)
-                if called not in plans:
-                    plan = plans[called] = _plan_at(model, checkpointed, args)
+            called = Call.of(args, kwargs)
+            if called.tensors:
+                if called.signature not in plans:
+                    plans[called.signature] = _plan_at(model, checkpointed, called)
+                plan, within = plans[called.signature]
                 if plan is not None:
-                    if not _no_larger(called, fitted):
-                        warn("larger", f"this call ({[list(c[0]) for c in called]}) is larger, and the budget is "
+                    if not within:
+                        warn("larger", f"this call ({called.text()}) is larger or runs other ops, and the budget is "
                                        "promised only at the fitted shapes and smaller ones: fit at the largest "
-                                       "shape you train at")
-                    return plan(*args)
-                warn("other", f"at this call's shapes ({[list(c[0]) for c in called]}) the forward captures "
-                              "another graph, so it runs without the plan and its memory is not the plan's: fit "
-                              "at this shape too")
+                                       "shape you train at, called as you train")
+                    return plan(*called.tensors)
+                warn("other", f"at this call ({called.text()}) the forward records another graph, so it runs "
+                              "without the plan and its memory is not the plan's: fit at this call too")
             else:
-                warn("keywords", "a call with keyword arguments or non-tensor arguments runs without the plan, so "
-                                 "its memory is not the plan's: call it with the tensors fit was given")
+                warn("no tensors", "a call with no tensor argument runs without the plan, so its memory is not "
+                                   "the plan's: call it with the tensors fit was given")
         return own_forward(model, *args, **kwargs)
 
     forward.acprof_checkpointed = checkpointed
+    forward.__signature__ = inspect.signature(own_forward.__get__(model))
+    forward.__doc__, forward.__name__ = own_forward.__doc__, own_forward.__name__
     uninstall(model)
     model.forward = forward
     return model
 
 
-def _signature(tensors: Sequence[torch.Tensor]) -> tuple:
-    return tuple((tuple(t.shape), t.dtype) for t in tensors)
+def _no_larger(recorded: Any, fitted: Any) -> bool:
+    """A recorded result like the fitted one at no larger shape: tensors of the same dtype and rank,
+    no dimension larger; tuples element by element; anything else alike."""
+    if isinstance(fitted, torch.Tensor):
+        return isinstance(recorded, torch.Tensor) and recorded.dtype == fitted.dtype and \
+            recorded.dim() == fitted.dim() and all(r <= f for r, f in zip(recorded.shape, fitted.shape))
+    if isinstance(fitted, (tuple, list)):
+        return isinstance(recorded, (tuple, list)) and len(recorded) == len(fitted) and \
+            all(_no_larger(r, f) for r, f in zip(recorded, fitted))
+    return True
 
 
-def _no_larger(called: tuple, fitted: tuple) -> bool:
-    """Every argument of the same rank and dtype as fitted, and no dimension larger."""
-    return len(called) == len(fitted) and all(
-        c_dtype == f_dtype and len(c_shape) == len(f_shape) and all(c <= f for c, f in zip(c_shape, f_shape))
-        for (c_shape, c_dtype), (f_shape, f_dtype) in zip(called, fitted))
+def _within_fitted(graph, fitted_graph) -> bool:
+    """Whether a recorded forward runs the fitted forward's ops, in its order, at no larger shapes:
+    where the budget's promise holds (the planner's peak grows with no tensor)."""
+    recorded, fitted = list(graph.fx_graph.nodes), list(fitted_graph.fx_graph.nodes)
+    return len(recorded) == len(fitted) and all(
+        r.op == f.op and r.target == f.target and _no_larger(r.meta.get("val"), f.meta.get("val"))
+        for r, f in zip(recorded, fitted))
 
 
-def _plan_at(model: torch.nn.Module, checkpointed: CheckpointedModule,
-             inputs: Sequence[torch.Tensor]) -> Optional[CheckpointedModule]:
-    """The installed plan on the forward captured at these inputs' shapes, or None where that
-    capture is not the profiled graph (other nodes: the plan's segments do not name its values).
-    The capture leaves the generator and the buffers as they were."""
-    installed = model.__dict__.pop("forward")  # captured is the class's forward, not this one
-    with torch_logs_quiet(), torch.random.fork_rng(devices=[]), training_state_kept(model):
+def _plan_at(model: torch.nn.Module, checkpointed: CheckpointedModule, called: Call) -> tuple:
+    """The installed plan on the forward recorded at this call, and whether that forward is within
+    the fitted one; (None, False) where the recording is not the profiled graph (other nodes: the
+    plan's segments do not name its values). The recording leaves the generator and the buffers as
+    they were (EagerGraph keeps them)."""
+    installed = model.__dict__.pop("forward")  # recorded is the class's forward, not this one
+    with torch_logs_quiet():
         try:
-            graph = capture(model, inputs)
-            return apply_plan(model, checkpointed.plan, profile=checkpointed.profile, graph=graph)
-        except (PlanMismatch, ModelFails):  # another graph, or torch.export refused this shape
-            return None
+            with positional(model, called):
+                graph = capture(model, called.tensors, int((checkpointed.profile or {}).get("meta", {}).get("seed", 0)))
+                return (apply_plan(model, checkpointed.plan, profile=checkpointed.profile, graph=graph),
+                        _within_fitted(graph, checkpointed.graph))
+        except (PlanMismatch, ModelFails):  # another graph, or one that cannot be recorded
+            return None, False
         finally:
             model.forward = installed
 
@@ -297,12 +330,35 @@ def installed_plan(model: torch.nn.Module) -> Optional[CheckpointedModule]:
 
 # -- the steps -----------------------------------------------------------------------------------
 
-def _inputs(example_inputs: Inputs) -> tuple:
-    inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
-    if not inputs or not all(isinstance(x, torch.Tensor) for x in inputs):
-        raise BadInput("example_inputs must be a tensor or a sequence of tensors, one per positional "
-                       "argument of forward")
-    return inputs
+def _call(example_inputs: Inputs) -> Call:
+    """The call fit and estimate make: a tensor or a sequence as positional arguments, a mapping as
+    keyword arguments; it must pass at least one tensor."""
+    if isinstance(example_inputs, torch.Tensor):
+        call = Call.of((example_inputs,), {})
+    elif isinstance(example_inputs, Mapping):
+        call = Call.of((), example_inputs)
+    elif isinstance(example_inputs, (tuple, list)):
+        call = Call.of(example_inputs, {})
+    else:
+        call = None
+    if call is None or not call.tensors:
+        raise BadInput("example_inputs must be a tensor, a sequence of forward's positional arguments or a "
+                       "mapping of its keyword arguments, with at least one tensor")
+    return call
+
+
+def _loss(loss_fn: Optional[Callable[[Any], torch.Tensor]]):
+    """The loss backward runs from: the user's, else the model's own where its output carries one
+    (a transformers model given `labels` returns its `loss`), else the mean of the output's
+    floating-point tensors."""
+    return loss_fn if loss_fn is not None else _own_loss_or_mean
+
+
+def _own_loss_or_mean(output: Any) -> torch.Tensor:
+    own = output.get("loss") if isinstance(output, Mapping) else getattr(output, "loss", None)
+    if isinstance(own, torch.Tensor) and own.numel() == 1 and own.is_floating_point():
+        return own
+    return compute_loss(output, "mean", None)
 
 
 # The training steps fit's verification runs after the profile: one warm-up, then a measured step
@@ -310,16 +366,19 @@ def _inputs(example_inputs: Inputs) -> tuple:
 VERIFICATION_STEPS = 3
 
 
-def _profile(model, inputs, loss_fn, optimizer, seed, cost: ProfileCost) -> tuple:
+def _trainable(model) -> None:
     if not isinstance(model, torch.nn.Module):
         raise BadInput(f"the model is a {type(model).__name__}, not a torch.nn.Module; pass the module you train")
     if not any(p.requires_grad for p in model.parameters()):
         raise BadInput(f"{type(model).__name__} has no parameter that requires grad, so a training step "
                        "stores nothing to recompute; unfreeze the parameters you train")
-    loss = loss_fn if loss_fn is not None else "mean"
+
+
+def _profile(model, inputs, loss_fn, optimizer, seed, cost: ProfileCost) -> tuple:
+    loss = _loss(loss_fn)
     with torch_logs_quiet():
         check_step(model, inputs, loss, None)
-        graph = capture(model, inputs)
+        graph = capture(model, inputs, seed)
         try:
             return graph, record_profile(model, inputs, loss=loss, graph=graph, optimizer=optimizer, seed=seed,
                                          cost=cost)
@@ -351,21 +410,32 @@ def _plan(profile: dict, budget: Union[str, int], solver: str) -> dict:
     return outcome["plan"]
 
 
-def _verify(result: FitResult, before: dict, graph, inputs, loss, optimizer, seed) -> None:
-    """One step of the model with the plan installed against `before`, one without it."""
-    model = result.module
-    after = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, graph=graph, warm_up=False)
+def _verify(result: FitResult, before: dict, graph, call: Call, loss, optimizer, seed) -> None:
+    """One step of the model with the plan installed, called as the user calls it, against
+    `before`, one without it; raises where they differ or the step is over the budget (the caller
+    takes the plan out)."""
+    model, inputs = result.module, call.tensors
+    with positional(model, call):
+        after = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, graph=graph, warm_up=False)
     verdict = compare_steps(before, after, "", None)
     if verdict["differences"]:
         plain = CheckpointedModule(model, graph, dict(result.plan, segments=[]))
         captured = compare_steps(before, measure_step(plain, inputs, loss, seed=seed, optimizer=optimizer,
                                                       warm_up=False), "module.", None)
-        uninstall(model)
         shown = "; ".join(verdict["differences"][:2])
         if captured["differences"]:
-            raise ModelFails(f"{type(model).__name__}'s captured graph does not train like the module itself "
-                             f"even with nothing checkpointed ({'; '.join(captured['differences'][:2])}): "
-                             "torch.export traced another path than eager runs")
+            uninstall(model)
+            with positional(model, call):
+                again = compare_steps(before, measure_step(model, inputs, loss, seed=seed, optimizer=optimizer,
+                                                           warm_up=False), "", None)
+            if again["differences"]:
+                raise ModelFails(f"{type(model).__name__}'s own training step is not reproducible: two steps with "
+                                 f"the same seed differ ({'; '.join(again['differences'][:2])}), so no plan can be "
+                                 "verified against it; seed what else it draws from (numpy, random), or pass "
+                                 "verify=False")
+            raise ModelFails(f"{type(model).__name__}'s recorded ops do not train like the module itself even with "
+                             f"nothing checkpointed ({'; '.join(captured['differences'][:2])}); please report it "
+                             "with the model")
         raise VerificationFailed(f"the checkpointed module does not train like {type(model).__name__} "
                                  f"({shown}); please report it with the model")
     result.measured_peak_bytes = after["peak_bytes"]
@@ -375,7 +445,6 @@ def _verify(result: FitResult, before: dict, graph, inputs, loss, optimizer, see
                            "parameters_compared": verdict["parameters_compared"],
                            "original_measured_peak_bytes": before["peak_bytes"]}
     if result.measured_peak_bytes > result.budget_bytes:
-        uninstall(model)
         over = result.measured_peak_bytes - result.budget_bytes
         raise BudgetExceeded(f"the checkpointed module peaked at "
                              f"{engine.format_bytes(result.measured_peak_bytes)}, {engine.format_bytes(over)} over the "

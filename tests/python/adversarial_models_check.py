@@ -388,6 +388,7 @@ def main() -> int:
         checked.append(k)
         print(f"model {args.seed}/{k}: {name}", flush=True)
         cwd = os.path.join(args.work, f"model-{k}")
+        shutil.rmtree(cwd, ignore_errors=True)  # a model checked alone kept its files last time
         os.makedirs(cwd)
         torch.manual_seed(k)
         x = torch.randn(BATCH, WIDTH)

@@ -14,17 +14,17 @@ Cases (each exits 1 with the reason unless everything it names holds):
                    byte, within the budget; the peak line is printed.
   over_budget      the plan's budget edited to one byte below its prediction: the rewrite exits 5,
                    the outcome's kind is budget_exceeded, and its measured peak is the prediction.
-  capture_differs  a module that sums three branches in another order while torch.export traces it
-                   (as code that asks torch.compiler.is_exporting() does): its rewrite exits 6, kind
-                   model_fails, one line saying the captured graph with nothing checkpointed does not
+  capture_differs  a module that sums three branches in another order while a dispatch mode watches
+                   it (as code that asks for the current dispatch mode does): its rewrite exits 6, kind
+                   model_fails, one line saying the recorded ops with nothing checkpointed do not
                    train like the module and naming the --tolerance that accepts it, and writes no
                    report; with that tolerance it exits 0, verified within it.
   optimizer        profile --optimizer adamw: profile.json counts AdamW's state (two moments of the
                    weights) and has an optimizer step; the rewrite verifies the stepped parameters bit
                    for bit and measures exactly the predicted peak, within the budget.
-  refusals         a shape the module refuses, a forward returning a Python int, a Python if on a
-                   tensor's value: each one line under 200 characters naming it (exit 1, 1, 6), no
-                   profile written.
+  refusals         a shape the module refuses, a forward returning a Python int, a forward calling a
+                   custom autograd Function: each one line under 200 characters naming it (exit 1, 1,
+                   6), no profile written.
   import_failures  a Python that does not exist, one without torch, one whose acprof has no eager,
                    a factory module that does not import and a function that is not there: each
                    exits 7 with one line `acprof: error: ...` naming the fix, and writes no profile.
@@ -72,7 +72,8 @@ class TracedPath(nn.Module):
     def forward(self, x):
         x = self.blocks(x)
         a, b, c = self.a(x), self.b(x), self.c(x)
-        y = (a + b) + c if torch.compiler.is_exporting() else a + (b + c)
+        watched = torch.utils._python_dispatch._get_current_dispatch_mode() is not None
+        y = (a + b) + c if watched else a + (b + c)
         return self.head(y)
 
 
@@ -92,24 +93,33 @@ class ReturnsInt(nn.Module):
         return int(self.fc(x).sum() > 0)
 
 
-class BranchesOnAValue(nn.Module):
+class Cube(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * grad
+
+
+class CallsACustomFunction(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(64, 64)
 
     def forward(self, x):
-        y = self.fc(x)
-        if y.sum() > 0:
-            return torch.relu(y)
-        return y
+        return self.fc(Cube.apply(self.fc(x)))
 
 
 def returns_int():
     return ReturnsInt()
 
 
-def branches_on_a_value():
-    return BranchesOnAValue()
+def calls_a_custom_function():
+    return CallsACustomFunction()
 '''
 INPUT = "float32[128,64]"
 # float32 parameters: per block a 64x64 linear with bias and a batch norm's weight and bias; the head.
@@ -262,7 +272,7 @@ def capture_differs(acprof, work, env):
     refused = outcome(os.path.join(work, "refused.json"))
     error, accepting = refused["error"], refused.get("accepting_tolerance")
     if len(lines) != 1 or error["kind"] != "model_fails" or \
-            "captured graph does not train like the module itself" not in lines[0]:
+            "recorded ops do not train like the module itself" not in lines[0]:
         fail(f"expected one line blaming the capture, kind model_fails: {done.stderr!r}, {error}")
     if not isinstance(accepting, float) or not accepting > 0:
         fail(f"expected the outcome to carry the tolerance that accepts the capture's difference: {refused}")
@@ -286,8 +296,8 @@ def refusals(acprof, work, env):
         out.write(REFUSED_MODELS)
     cases = [("a shape that does not fit", "net.py:make_model", "float32[4,9]", 1, "refuses inputs float32[4, 9]"),
              ("an output that is a Python int", "refused.py:returns_int", INPUT, 1, "no floating-point tensor"),
-             ("a Python if on a tensor's value", "refused.py:branches_on_a_value", INPUT, 6,
-              "cannot follow a Python branch on a tensor's value")]
+             ("a custom autograd Function", "refused.py:calls_a_custom_function", INPUT, 6,
+              "calls a custom torch.autograd.Function")]
     for what, factory, spec, code, names in cases:
         done = run(acprof, ["profile", "--module", factory, "--input", spec, "-o", "refused.json"], work, env, code)
         lines = done.stderr.strip().splitlines()

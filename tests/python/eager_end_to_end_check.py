@@ -4,7 +4,7 @@ acprof.eager.apply_plan -> one training step of the checkpointed module against 
 
 Exits 1 unless all of these hold (each is printed with its numbers):
   - the plan checkpoints at least one segment (so the checks below test a checkpoint), and one
-    holding --expect-in-segment's op where given (aten::batch_norm, aten::dropout);
+    holding --expect-in-segment's op where given (aten::native_batch_norm, aten::bernoulli_.float);
   - loss, every parameter's gradient and every buffer (batch-norm running statistics) equal the
     original module's bit for bit, dropout on in train mode;
   - the profiled peak equals the peak of the original module's own eager step (so the plan is
@@ -31,7 +31,7 @@ import sys
 import torch
 
 from acprof import eager
-from acprof.eager.recorder import autocast_context
+from acprof.eager.autocast_state import autocast_context
 
 
 def resnet18():

@@ -1,7 +1,7 @@
 """acprof's eager front end: profile, plan and checkpoint a plain nn.Module, no TorchScript.
 
     from acprof import eager
-    graph = eager.EagerGraph(model, inputs)                       # torch.export, non-strict
+    graph = eager.EagerGraph(model, inputs)                       # the ops one eager forward runs
     eager.record_profile(model, inputs, loss="cross_entropy", target=target,
                          path="profile.json", graph=graph)        # one eager training step
     # acprof plan profile.json --budget 70%                       # the same planner

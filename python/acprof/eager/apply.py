@@ -1,4 +1,4 @@
-"""A plan applied to an eager module: a module whose forward runs the captured graph with each
+"""A plan applied to an eager module: a module whose forward runs the recorded graph with each
 planned segment under a checkpoint (checkpoint.py).
 
 The plan names each segment's node range and its boundary (input, output and replayed values),
@@ -61,7 +61,7 @@ class _Segment:
         shared_slot: Dict[int, int] = {}
         for node in self.nodes:
             for use, v in enumerate(node.reads):
-                if v in made_inside or graph.values[v].entry == "constant":
+                if v in made_inside:
                     continue
                 if v not in boundary:
                     raise PlanMismatch(f"plan segment [{first}, {last}]: node {node.index} reads {graph.values[v].name}, "
@@ -79,7 +79,12 @@ class _Segment:
         self.input_values = list(reversed(slots))
         self.slot_of_use = {key: count - 1 - slot for key, slot in self.slot_of_use.items()}
         written = [count - 1 - s for s, v in enumerate(slots) if v in replayed]
-        self.run = SegmentRun(self._run, written, [graph.values[v].requires_grad for v in self.outputs])
+        # What a holder outside the dataflow kept past the forward (graph.held_values) leaves the
+        # segment too, without a gradient, so that the outer forward keeps it as long as that holder did.
+        differentiable = [graph.values[v].requires_grad for v in self.outputs]
+        held = [v for v in graph.held_values if v in made_inside and v not in self.outputs]
+        self.outputs += held
+        self.run = SegmentRun(self._run, written, differentiable + [False] * len(held))
 
     def _run(self, inputs: List[torch.Tensor]) -> List[Any]:
         graph = self.graph
@@ -88,13 +93,9 @@ class _Segment:
             def run(env):
                 def value(fx_node, use):
                     slot = self.slot_of_use.get((node.index, use))
-                    if slot is not None:
-                        return inputs[slot]
-                    constant = graph.values[graph.value_of_fx[fx_node]].attribute
-                    return graph.attribute(constant) if constant is not None else env[graph.value_of_fx[fx_node]]
+                    return inputs[slot] if slot is not None else env[graph.value_of_fx[fx_node]]
                 return {node.value: graph.run_node(node, value)}
-            return Instruction([v for use, v in enumerate(node.reads)
-                                if (node.index, use) not in self.slot_of_use and graph.values[v].attribute is None], run)
+            return Instruction([v for use, v in enumerate(node.reads) if (node.index, use) not in self.slot_of_use], run)
 
         env: Dict[int, Any] = {}
         run_program([instruction(n) for n in self.nodes], env, keep=self.outputs)
@@ -178,7 +179,8 @@ class CheckpointedModule(torch.nn.Module):
             return self.module(*inputs)
         graph = self.graph
         env: Dict[int, Any] = {graph.value_of_fx[p]: x for p, x in zip(graph.placeholders, inputs)}
-        run_program(self._instructions(), env, keep=graph.graph_outputs)
+        with graph.running():
+            run_program(self._instructions(), env, keep=graph.graph_outputs + graph.held_values)
         flat = [env[v] for v in graph.graph_outputs]
         env.clear()
         return graph.unflatten_output(flat)
@@ -206,10 +208,11 @@ def apply_plan(module: torch.nn.Module, plan, profile=None, graph: EagerGraph = 
                example_inputs: Sequence[torch.Tensor] = None) -> CheckpointedModule:
     """`module` with `plan` (plan.json's path or content) applied. The plan's profile (its
     profile_path unless given, path or content) supplies the graph's facts. Pass the EagerGraph
-    of `module`, or example inputs to capture it the way the profile did."""
+    of `module`, or example inputs to record it the way the profile did (its seed and autocast)."""
     plan = _read_json(plan)
     profile = _read_json(profile if profile is not None else plan["profile_path"])
     if graph is None:
-        graph = EagerGraph(module, example_inputs)
+        meta = profile.get("meta", {})
+        graph = EagerGraph(module, example_inputs, int(meta.get("seed", 0)), meta.get("autocast", ""))
     take_profile_facts(graph, profile)
     return CheckpointedModule(module, graph, plan, profile)

@@ -19,6 +19,8 @@ from typing import Any, Callable, List, Sequence
 
 import torch
 
+from . import autocast_state
+
 
 class SegmentRun:
     """What a checkpoint needs of its segment: how to run it on its inputs, which inputs it
@@ -29,11 +31,6 @@ class SegmentRun:
         self.run = run
         self.written_inputs = set(written_inputs)
         self.outputs_may_need_grad = list(outputs_may_need_grad)
-
-
-def _autocast_state() -> tuple:
-    return tuple((device, torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
-                 for device in ("cpu", "cuda")) + (torch.is_autocast_cache_enabled(),)
 
 
 class _AutocastReplay:
@@ -47,30 +44,20 @@ class _AutocastReplay:
     release by the gradient computation in between (32 KiB over the predicted peak of a GPT-2
     floor plan under bfloat16)."""
 
-    DEVICES = ("cpu", "cuda")
-
     def __init__(self, state: tuple):
         self.state = state
         self.previous = None
 
     def __enter__(self):
-        self.previous = tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in self.DEVICES) + \
-            (torch.is_autocast_cache_enabled(),)
-        self._set(self.state)
+        self.previous = autocast_state.current()
+        autocast_state.set_state(self.state)
         torch.autocast_increment_nesting()
         return self
 
     def __exit__(self, *exc):
         if torch.autocast_decrement_nesting() == 0:
             torch.clear_autocast_cache()
-        self._set(self.previous)
-
-    @staticmethod
-    def _set(state: tuple) -> None:
-        for device, enabled, dtype in state[:-1]:
-            torch.set_autocast_enabled(device, enabled)
-            torch.set_autocast_dtype(device, dtype)
-        torch.set_autocast_cache_enabled(state[-1])
+        autocast_state.set_state(self.previous)
 
 
 def _private_outputs_unviewed(outputs: List[Any], inputs: Sequence[torch.Tensor]) -> List[Any]:
@@ -130,7 +117,7 @@ class CheckpointFunction(torch.autograd.Function):
         saved.append(torch.get_rng_state())
         ctx.segment = segment
         ctx.input_count = len(inputs)
-        ctx.autocast = _autocast_state()
+        ctx.autocast = autocast_state.current()
         cache = torch.is_autocast_cache_enabled()
         torch.set_autocast_cache_enabled(False)
         autocasting = any(enabled for _, enabled, _ in ctx.autocast[:-1])
@@ -179,12 +166,12 @@ class CheckpointFunction(torch.autograd.Function):
         finally:
             torch.set_rng_state(current_state)
             del current_state, replayed_state
-        differentiated, output_grads = [], []
-        for out, grad in zip(outputs, grad_outputs):
-            if isinstance(out, torch.Tensor) and out.requires_grad and grad is not None:
-                differentiated.append(out)
-                output_grads.append(grad)
-        del outputs, grad_outputs
+        # Comprehensions, not a loop: a loop's variable would hold the last output (one the outer
+        # forward keeps without a gradient, graph.held_values) until backward returns.
+        pairs = [(out, grad) for out, grad in zip(outputs, grad_outputs)
+                 if isinstance(out, torch.Tensor) and out.requires_grad and grad is not None]
+        differentiated, output_grads = [out for out, _ in pairs], [grad for _, grad in pairs]
+        del outputs, grad_outputs, pairs
         wanted = [i for i, x in enumerate(inputs) if x.requires_grad]
         input_grads: List[Any] = [None] * (2 + count)
         if differentiated and wanted:

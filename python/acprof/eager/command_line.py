@@ -199,7 +199,7 @@ def profile_command(args) -> dict:
     cost = ProfileCost()  # from here: the capture and the warm-up are the profile's cost too
     with torch_logs_quiet():
         check_step(module, inputs, loss, target)
-        graph = capture(module, inputs)
+        graph = capture(module, inputs, args.seed, args.autocast)
         try:
             profile = record_profile(module, inputs, loss=loss, target=target, seed=args.seed, graph=graph,
                                      command=args.command or " ".join(sys.argv), autocast=args.autocast,
@@ -293,9 +293,9 @@ def _capture_differs(step: ProfiledStep, plan: dict, profile: dict, before: dict
                      tolerance: Optional[float]) -> Optional[dict]:
     """Where the checkpointed module failed verification: whether the captured graph with nothing
     checkpointed already differs from the module's own step (the differences), or not (None).
-    A module can take another path while torch.export traces it than it takes in eager
-    (transformers materializes attention masks when tracing, so its grouped-query attention
-    repeats keys and values instead of passing enable_gqa), and then no plan can train like it."""
+    A module whose step draws from outside torch's generator (numpy's) or reads a tensor made from
+    Python data anew each call runs differently from the recorded ops, and then no plan can train
+    like it."""
     plain = apply_plan(step.make_module(), dict(plan, segments=[]), profile=profile, example_inputs=step.inputs)
     verdict = compare_steps(before, step.measure(plain), "module.", tolerance)
     return verdict if verdict["differences"] else None
@@ -311,10 +311,10 @@ def _verify(step: ProfiledStep, plan: dict, profile: dict, original: torch.nn.Mo
         if captured:
             raise CommandError(
                 "model_fails",
-                f"{step.factory}'s captured graph does not train like the module itself, with nothing checkpointed: "
-                f"{_shown(captured['differences'])}; torch.export traced another path than the module runs in eager "
-                "(code that branches on tracing, such as transformers' attention masks), so no plan can be bit for "
-                "bit", difference=captured["max_abs_diff"])
+                f"{step.factory}'s recorded ops do not train like the module itself, with nothing checkpointed: "
+                f"{_shown(captured['differences'])}; the module's step is not the recorded one (random numbers from "
+                "outside torch's generator, such as numpy's, or tensors made from Python data each call), so no plan "
+                "can be bit for bit", difference=captured["max_abs_diff"])
         raise CommandError("verification_failed",
                            f"the checkpointed module does not train like {step.factory}: "
                            f"{_shown(verdict['differences'])}; report this profile and plan")

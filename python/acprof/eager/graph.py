@@ -1,14 +1,14 @@
 """The forward of an eager module as a graph acprof can profile, plan and cut.
 
-`torch.export.export(strict=False)` captures the forward as aten ops without TorchScript; its
-graph module trains in eager and runs the very kernels the module runs (same ops, same order, same
-random draws), so a step through it equals a step of the module bit for bit. Each top-level FX node
-is one node of profile.json, the unit the planner reasons in and a checkpoint cuts:
-  - get_attr (a parameter, buffer or lifted constant) is Duplicable: it allocates nothing, runs in
-    the outer program and its tensor enters a segment as a checkpoint input, as a TorchScript
-    GetAttr's does;
+The graph is the op stream of one forward of the module itself (op_stream.py): the aten ops eager
+ran, in order, with the arguments they got, so a step through it runs the very kernels the module
+runs (same ops, same order, same random draws) and equals a step of the module bit for bit. Each
+node of that graph is one node of profile.json, the unit the planner reasons in and a checkpoint cuts:
+  - get_attr (a parameter, buffer or constant) is Duplicable: it allocates nothing, runs in the
+    outer program and its tensor enters a segment as a checkpoint input, as a TorchScript GetAttr's
+    does;
   - an aten op or getitem is Compute;
-  - anything else (a call into a submodule, a Python callable) is a Barrier.
+  - anything else is a Barrier.
 What a node writes comes from its op's schema (arguments marked `(a!)`), widened to every value
 that aliases the written one through views and in-place results, as TorchScript's AliasDb answers it.
 Each node makes at most one value, its FX node; a node that returns a tuple (split, native ops)
@@ -21,6 +21,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 import torch.fx
+
+from . import autocast_state, op_stream
+from .autocast_state import autocast_context
+from ..errors import StepDeparts
+from .training_state import training_state_kept
 
 
 @dataclass
@@ -47,7 +52,6 @@ class GraphValue:
     is_tensor: bool
     requires_grad: bool = False
     bytes: int = 0
-    attribute: Optional[str] = None   # a get_attr's target: a module attribute that is not a tensor
 
     @property
     def can_leave(self) -> bool:
@@ -56,10 +60,8 @@ class GraphValue:
     @property
     def entry(self) -> str:
         """How it reaches a segment that reads it (profile_format.h ValueEntry): a tensor as a
-        checkpoint input, a module attribute (a higher-order op's subgraph) as a constant."""
-        if self.is_tensor:
-            return "input"
-        return "constant" if self.attribute is not None else "blocked"
+        checkpoint input; nothing else crosses a boundary (every get_attr of the op stream is a tensor)."""
+        return "input" if self.is_tensor else "blocked"
 
 
 def _tensor_bytes(t: torch.Tensor) -> int:
@@ -72,32 +74,17 @@ def _schema(fx_node: torch.fx.Node):
 
 
 def _running_statistics_written(schema, given_args) -> List[str]:
-    """batch_norm and instance_norm update their running statistics in training though their
-    schemas do not say so; TorchScript's AliasDb special-cases them the same way
-    (torch/csrc/jit/ir/alias_analysis.cpp, analyzeBatchNorm and analyzeInstanceNorm)."""
+    """Batch norm's kernels update their running statistics in training though their schemas do not
+    say so (aten::native_batch_norm, cudnn_batch_norm and miopen_batch_norm, which eager's
+    batch_norm dispatches to); TorchScript's AliasDb special-cases them the same way
+    (torch/csrc/jit/ir/alias_analysis.cpp, analyzeBatchNorm and analyzeInstanceNorm). Any op with
+    running_mean/running_var arguments and its training flag ("training", "use_input_stats") on
+    writes them."""
     names = [a.name for a in schema.arguments]
-    training_flag = {"aten::batch_norm": "training", "aten::instance_norm": "use_input_stats"}.get(schema.name)
-    if training_flag is None or training_flag not in names:
-        return []
-    if given_args[names.index(training_flag)] is False:
+    flags = [name for name in ("training", "use_input_stats") if name in names]
+    if not flags or given_args[names.index(flags[0])] is False:
         return []
     return [name for name in ("running_mean", "running_var") if name in names]
-
-
-def _first_writer(graph: "EagerGraph", fx_node: torch.fx.Node) -> str:
-    """The first op of a higher-order op's subgraphs whose schema writes an argument, or ""."""
-    for argument in _argument_nodes(fx_node):
-        if argument.op != "get_attr":
-            continue
-        submodule = graph.attribute(argument.target)
-        if not isinstance(submodule, torch.fx.GraphModule):
-            continue
-        for inner in submodule.graph.nodes:
-            schema = _schema(inner)
-            if schema is not None and any(a.alias_info is not None and a.alias_info.is_write
-                                          for a in schema.arguments):
-                return schema.name
-    return ""
 
 
 def _argument_nodes(fx_node: torch.fx.Node) -> List[torch.fx.Node]:
@@ -108,11 +95,7 @@ def _argument_nodes(fx_node: torch.fx.Node) -> List[torch.fx.Node]:
 
 
 def _scope(fx_node: torch.fx.Node) -> str:
-    stack = fx_node.meta.get("nn_module_stack")
-    if not stack:
-        return ""
-    path = list(stack.values())[-1][0]
-    return path.replace("L['self'].", "").replace("L__self__", "")
+    return fx_node.meta.get("scope", "")
 
 
 def _value_type(example: Any) -> str:
@@ -128,49 +111,49 @@ def _value_type(example: Any) -> str:
 class EagerGraph:
     """A module's forward as profile nodes and values, runnable node by node."""
 
-    def __init__(self, module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]):
+    def __init__(self, module: torch.nn.Module, example_inputs: Sequence[torch.Tensor], seed: int = 0,
+                 autocast: str = ""):
         self.module = module
-        training = module.training
-        module.train()  # the graph of a training step: dropout on, batch norm on batch statistics
-        try:
-            exported = torch.export.export(module, tuple(example_inputs), strict=False)
-        finally:
-            module.train(training)
-        self.graph_module = exported.module()
-        self._drop_guards()
+        # One forward of the module as a training step runs it: train mode (dropout on, batch norm on
+        # batch statistics), grad on, the step's seed and autocast (the casts it makes are ops of the
+        # graph); its running statistics and the generator are put back after.
+        with training_state_kept(module), torch.enable_grad(), autocast_context(autocast):
+            module.train()
+            torch.manual_seed(seed)
+            self.stream = op_stream.record(module, tuple(example_inputs))
+        self.fx_graph = self.stream.graph
         self._module_tensors = dict(module.named_parameters(remove_duplicate=False))
         self._module_tensors.update(dict(module.named_buffers(remove_duplicate=False)))
-        self.placeholders = [n for n in self.graph_module.graph.nodes if n.op == "placeholder"]
-        self.output_node = next(n for n in self.graph_module.graph.nodes if n.op == "output")
+        self.placeholders = [n for n in self.fx_graph.nodes if n.op == "placeholder"]
+        self.output_node = next(n for n in self.fx_graph.nodes if n.op == "output")
         self.nodes: List[GraphNode] = []
         self.values: List[GraphValue] = [GraphValue(0, "self", -1, type(module).__name__, False)]
         self.value_of_fx: Dict[torch.fx.Node, int] = {}
-        for i, placeholder in enumerate(self.placeholders):
-            example = example_inputs[i] if i < len(example_inputs) else None
-            self._add_value(placeholder, -1, example)
-        for fx_node in self.graph_module.graph.nodes:
+        for placeholder in self.placeholders:
+            self._add_value(placeholder, -1, placeholder.meta.get("val"))
+        for fx_node in self.fx_graph.nodes:
             if fx_node.op in ("placeholder", "output"):
                 continue
             self._add_node(fx_node)
         self._fill_writes()
         self.graph_outputs = [self.value_of_fx[n] for n in _argument_nodes(self.output_node)]
+        # Values something outside the dataflow held past the forward (op_stream.py `held`): the
+        # runner keeps them until its forward ends, as that holder did.
+        self.held_values = [self.value_of_fx[n] for n in self.fx_graph.nodes if n.meta.get("held")
+                            and self.value_of_fx[n] not in self.graph_outputs]
 
-    def _drop_guards(self) -> None:
-        """export's shape guards check the inputs' shapes; acprof runs the shapes it profiled."""
-        graph = self.graph_module.graph
-        for fx_node in list(graph.nodes):
-            if fx_node.op == "call_module" and fx_node.target == "_guards_fn" and not fx_node.users:
-                graph.erase_node(fx_node)
+    @staticmethod
+    def running():
+        """Where the graph's nodes run: autocast off, since the casts autocast made are nodes of the
+        graph (recorded below it), and an op it left in float32 would be cast again otherwise."""
+        return autocast_state.off()
 
     def attribute(self, target: str) -> torch.Tensor:
         """A get_attr's tensor: the module's own parameter or buffer (so the cut model trains the
-        module's parameters), else the graph module's (a lifted constant)."""
+        module's parameters), else a constant of the recorded forward."""
         if target in self._module_tensors:
             return self._module_tensors[target]
-        value: Any = self.graph_module
-        for part in target.split("."):
-            value = getattr(value, part)
-        return value
+        return self.stream.constants[target]
 
     def _add_value(self, fx_node: torch.fx.Node, producer: int, example: Any) -> int:
         value_id = len(self.values)
@@ -189,14 +172,6 @@ class EagerGraph:
             node.kind, node.role, node.reads = "get_attr", "duplicable", [0]
             node.scope = fx_node.target
             example = self.attribute(fx_node.target)
-        elif fx_node.op == "call_function" and isinstance(fx_node.target, torch._ops.HigherOrderOperator):
-            # export wraps regions under no_grad or autocast in a higher-order op over a subgraph
-            # (Llama's rotary embedding); it is recomputed like any op if its subgraph writes nothing.
-            node.kind = fx_node.target.name()
-            example = fx_node.meta.get("val")
-            writer = _first_writer(self, fx_node)
-            if writer:
-                node.role, node.barrier_reason = "barrier", f"its subgraph writes in place ({writer})"
         elif fx_node.op == "call_function" and isinstance(fx_node.target, torch._ops.OpOverload):
             node.kind = fx_node.target.name().replace(".default", "")
             example = fx_node.meta.get("val")
@@ -208,8 +183,6 @@ class EagerGraph:
             node.barrier_reason = f"{fx_node.op} {fx_node.target} is not an aten op"
             example = fx_node.meta.get("val")
         node.value = self._add_value(fx_node, index, example)
-        if fx_node.op == "get_attr" and not isinstance(example, torch.Tensor):
-            self.values[node.value].attribute = fx_node.target
         self.nodes.append(node)
 
     def _fill_writes(self) -> None:
@@ -267,14 +240,34 @@ class EagerGraph:
         return torch.fx.node.map_arg((node.fx_node.args, node.fx_node.kwargs), substitute)
 
     def run_node(self, node: GraphNode, value_for_use):
+        """The node's op on its arguments, under the grad mode it ran in; raises StepDeparts where
+        it returns another shape than it did in the recorded forward, or another value that the
+        module's Python read."""
         fx_node = node.fx_node
         if fx_node.op == "get_attr":
             return self.attribute(fx_node.target)
         args, kwargs = self.node_arguments(node, value_for_use)
-        if fx_node.op == "call_module":
-            return self.graph_module.get_submodule(fx_node.target)(*args, **kwargs)
-        return fx_node.target(*args, **kwargs)
+        if fx_node.meta.get("grad_enabled", True) or not torch.is_grad_enabled():
+            result = fx_node.target(*args, **kwargs)
+        else:
+            with torch.no_grad():
+                result = fx_node.target(*args, **kwargs)
+        if not op_stream.same_result(fx_node.meta.get("val"), result, fx_node.meta.get("read_by_python", False)):
+            where = f"{node.kind} in {node.scope}" if node.scope else node.kind
+            raise StepDeparts(f"this step runs other ops than the profiled one from node {node.index} ({where}: "
+                              f"{_result_text(result)}, profiled {_result_text(fx_node.meta.get('val'))}); fit "
+                              "the model on inputs that take this path, or acprof.uninstall(model)")
+        return result
 
     def unflatten_output(self, flat: List[Any]):
-        """The module's output from the graph outputs' values (export's output spec)."""
-        return torch.utils._pytree.tree_unflatten(flat, self.graph_module._out_spec)
+        """The module's output from the graph outputs' values (the recorded output's structure)."""
+        leaves = [flat[k] if kind == "value" else k for kind, k in self.stream.output_leaves]
+        return torch.utils._pytree.tree_unflatten(leaves, self.stream.output_spec)
+
+
+def _result_text(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).replace('torch.', '')}{list(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(_result_text(v) for v in value) + ")"
+    return repr(value)

@@ -12,7 +12,6 @@ released it.
 """
 
 import contextlib
-import copy
 import gc
 import os
 import sys
@@ -26,7 +25,9 @@ from torch.autograd.profiler import record_function
 from .. import engine
 from ..contract import EVENT_STREAM_SCHEMA_VERSION, LOSSES
 from . import event_stream, gradient_hooks
+from .autocast_state import autocast_context
 from .graph import EagerGraph
+from .training_state import training_state_kept
 from .program import Instruction, run_program
 
 
@@ -43,8 +44,9 @@ def compute_loss(output: Any, loss, target: Optional[torch.Tensor]) -> torch.Ten
                              "floating-point tensor; return the loss to call backward() on")
         return value
     tensors = [t for t in torch.utils._pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
-    if not tensors:
-        raise ValueError("the model's output holds no tensor")
+    if not tensors or (loss != "cross_entropy" and not any(t.is_floating_point() for t in tensors)):
+        raise ValueError(f"the model's output ({type(output).__name__}) holds no floating-point tensor to take a "
+                         "loss of; return the output tensors, or pass a loss function")
     if loss == "cross_entropy":
         logits = tensors[0]
         if target.numel() * logits.size(-1) == logits.numel():
@@ -172,17 +174,11 @@ def graph_forward(graph: EagerGraph, inputs: Sequence[torch.Tensor],
             return {node.value: result}
         return Instruction([v for v in node.reads if v != 0], run)
 
-    run_program([instruction(n) for n in graph.nodes], env, keep=graph.graph_outputs)
+    with graph.running():
+        run_program([instruction(n) for n in graph.nodes], env, keep=graph.graph_outputs + graph.held_values)
     flat = [env[v] for v in graph.graph_outputs]
     env.clear()
     return graph.unflatten_output(flat)
-
-
-def autocast_context(autocast: str, device: str = "cpu"):
-    """torch.autocast for a dtype name ("bfloat16"), or no context for ""."""
-    if not autocast:
-        return contextlib.nullcontext()
-    return torch.autocast(torch.device(device).type, dtype=getattr(torch, autocast))
 
 
 def _clear_gradients(module: torch.nn.Module) -> None:
@@ -229,30 +225,6 @@ def collections_of_new_objects_only():
         _frozen_depth[0] -= 1
         if _frozen_depth[0] == 0:
             gc.unfreeze()
-
-
-@contextlib.contextmanager
-def training_state_kept(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None):
-    """Within it the module may train: afterwards its parameters (where an optimizer stepped
-    them), buffers (running statistics the steps update), gradients and mode, the optimizer's
-    state and the generator are as they were. The copies live on the CPU, outside any step."""
-    parameters = [(p, p.detach().to("cpu", copy=True)) for p in module.parameters()] if optimizer is not None else []
-    buffers = [(b, b.detach().to("cpu", copy=True)) for b in module.buffers()]
-    gradients = [(p, p.grad) for p in module.parameters()]
-    optimizer_state = copy.deepcopy(optimizer.state_dict()) if optimizer is not None else None
-    training, generator = module.training, torch.get_rng_state()
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            for tensor, kept in parameters + buffers:
-                tensor.copy_(kept)
-        for parameter, gradient in gradients:
-            parameter.grad = gradient
-        if optimizer is not None:
-            optimizer.load_state_dict(optimizer_state)
-        module.train(training)
-        torch.set_rng_state(generator)
 
 
 @dataclass
@@ -329,7 +301,7 @@ def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss
     left as they were (training_state_kept)."""
     with training_state_kept(module, optimizer), collections_of_new_objects_only():
         step = TrainingStep(list(inputs), loss, target, seed, autocast, optimizer)
-        return _record_profile(module, step, path, graph or EagerGraph(module, inputs), command, cost or ProfileCost(), progress)
+        return _record_profile(module, step, path, graph or EagerGraph(module, inputs, seed, autocast), command, cost or ProfileCost(), progress)
 
 
 def _record_profile(module, step: TrainingStep, path, graph, command, cost: ProfileCost, progress) -> dict:

@@ -1,21 +1,20 @@
 """What is checked of a model and its inputs before acprof records a step, so that a mistake is
 named as the caller's, in one line, before anything is captured: a shape or dtype the model
 refuses, an output with no floating-point tensor to take a loss of, a loss function that returns
-no loss, and a forward torch.export cannot capture. acprof.fit and the eager command
+no loss, and a forward whose ops cannot be recorded. acprof.fit and the eager command
 (command_line.py) share them, so both doors give the same error kind for the same mistake."""
 
 import contextlib
-import io
 import logging
-import sys
-import warnings
 from typing import Any, Sequence
 
 import torch
 
 from ..errors import BadInput, ModelFails
 from .graph import EagerGraph
-from .recorder import compute_loss, training_state_kept
+from .op_stream import CustomFunctionInForward
+from .recorder import compute_loss
+from .training_state import training_state_kept
 
 
 def first_line(e: BaseException) -> str:
@@ -55,40 +54,22 @@ def check_step(model: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: Any
             shapes = ", ".join(f"{str(x.dtype).replace('torch.', '')}{list(x.shape)}" for x in inputs)
             raise BadInput(f"{name} refuses inputs {shapes} ({type(e).__name__}: {first_line(e)}); pass inputs "
                            "its forward takes") from None
-        leaves = [t for t in torch.utils._pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
-        if not callable(loss) and not any(t.is_floating_point() for t in leaves):
-            raise BadInput(f"{name}'s output ({type(output).__name__}) holds no floating-point tensor to take a "
-                           "loss of; return the output tensors, or pass a loss function")
         try:
             compute_loss(output, loss, target)
-        except ValueError as e:  # the loss rule's own refusal: a loss function that returns no loss
+        except ValueError as e:  # the loss rule's own refusal: no tensor to take a loss of, no loss returned
             raise BadInput(str(e)) from None
 
 
-def capture(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> EagerGraph:
-    """The model's forward captured (EagerGraph); raises ModelFails where torch.export cannot.
-    Where export fails, what it wrote on stderr (it prints the partial FX graph of a branch on a
-    value, torch/export/_trace.py) and its warnings are dropped: the error names what export
-    refused, in one line. Where it succeeds, what was written there is passed on."""
-    written = io.StringIO()
-    with warnings.catch_warnings(), contextlib.redirect_stderr(written):
-        warnings.simplefilter("ignore")
-        try:
-            graph = EagerGraph(model, inputs)
-        except Exception as e:
-            refused = _capture_refused(model, e)
-        else:
-            refused = None
-    if refused is not None:
-        raise refused
-    sys.stderr.write(written.getvalue())
-    return graph
-
-
-def _capture_refused(model: torch.nn.Module, e: Exception) -> ModelFails:
-    data_dependent = "DataDependent" in type(e).__name__ or "data-dependent" in str(e)
-    if data_dependent:
-        return ModelFails(f"torch.export cannot capture {type(model).__name__}'s forward ({type(e).__name__}): it "
-                          "cannot follow a Python branch on a tensor's value; use torch.where, or torch.jit.script")
-    return ModelFails(f"torch.export cannot capture {type(model).__name__}'s forward ({type(e).__name__}: "
-                      f"{first_line(e)}); the eager front end captures it with torch.export.export(strict=False)")
+def capture(model: torch.nn.Module, inputs: Sequence[torch.Tensor], seed: int = 0, autocast: str = "") -> EagerGraph:
+    """The model's forward recorded as the ops eager runs (EagerGraph); raises ModelFails where it
+    cannot be: a forward that calls a custom torch.autograd.Function (the ops record its forward,
+    not its backward), or one that fails while recorded."""
+    try:
+        return EagerGraph(model, inputs, seed, autocast)
+    except CustomFunctionInForward as e:
+        where = f" (in {e})" if str(e) else ""
+        raise ModelFails(f"{type(model).__name__}'s forward calls a custom torch.autograd.Function{where}, whose "
+                         "backward the recorded ops cannot carry; write it with differentiable torch ops") from None
+    except Exception as e:
+        raise ModelFails(f"{type(model).__name__}'s forward fails while acprof records its ops "
+                         f"({type(e).__name__}: {first_line(e)}); please report it with the model") from None
