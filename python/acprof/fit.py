@@ -36,7 +36,7 @@ from .eager.call import Call, positional
 from .eager.recorder import (ProfileCost, TrainingStep, collections_of_new_objects_only, compute_loss,
                              measure_step, record_profile)
 from .eager.training_state import training_state_kept
-from .eager.step_checks import capture, check_step, first_line, torch_logs_quiet
+from .eager.step_checks import capture, first_line, torch_logs_quiet
 from .eager.verification import compare_steps
 
 __all__ = ["fit", "estimate", "apply", "install", "uninstall", "installed_plan", "FitResult", "Estimate"]
@@ -377,8 +377,7 @@ def _trainable(model) -> None:
 def _profile(model, inputs, loss_fn, optimizer, seed, cost: ProfileCost) -> tuple:
     loss = _loss(loss_fn)
     with torch_logs_quiet():
-        check_step(model, inputs, loss, None)
-        graph = capture(model, inputs, seed)
+        graph = capture(model, inputs, seed, loss=loss)
         try:
             return graph, record_profile(model, inputs, loss=loss, graph=graph, optimizer=optimizer, seed=seed,
                                          cost=cost)

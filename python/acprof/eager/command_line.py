@@ -44,7 +44,7 @@ from ..engine import format_bytes, write_json
 from ..errors import AcprofError
 from .recorder import ProfileCost, TrainingStep, measure_step, print_progress, record_profile
 from .timed_pairs import time_pairs
-from .step_checks import capture, check_step, first_line, torch_logs_quiet
+from .step_checks import capture, first_line, torch_logs_quiet
 from .verification import compare_steps
 
 EAGER_PREFIX = "eager:"
@@ -198,8 +198,7 @@ def profile_command(args) -> dict:
     optimizer = make_optimizer(args.optimizer, module)
     cost = ProfileCost()  # from here: the capture and the warm-up are the profile's cost too
     with torch_logs_quiet():
-        check_step(module, inputs, loss, target)
-        graph = capture(module, inputs, args.seed, args.autocast)
+        graph = capture(module, inputs, args.seed, args.autocast, loss, target)
         try:
             profile = record_profile(module, inputs, loss=loss, target=target, seed=args.seed, graph=graph,
                                      command=args.command or " ".join(sys.argv), autocast=args.autocast,

@@ -81,6 +81,7 @@ class OpStream:
     constants: Dict[str, Any]
     output_spec: Any
     output_leaves: List[Tuple[str, Any]] = field(default_factory=list)   # ("value", k) | ("constant", obj)
+    output: Any = None   # the recorded forward's own output, until the caller has looked at it
 
 
 class _Recorder(TorchDispatchMode):
@@ -211,4 +212,4 @@ def record(module: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> OpStream:
     if recorder.custom_function_scope is not None:
         raise CustomFunctionInForward(recorder.custom_function_scope)
     graph.output(tuple(outputs))
-    return OpStream(graph, recorder.constants, spec, template)
+    return OpStream(graph, recorder.constants, spec, template, output)

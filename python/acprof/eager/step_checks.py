@@ -1,7 +1,9 @@
-"""What is checked of a model and its inputs before acprof records a step, so that a mistake is
-named as the caller's, in one line, before anything is captured: a shape or dtype the model
+"""What is checked of a model and its inputs when acprof records its forward, so that a mistake is
+named as the caller's, in one line, before anything is profiled: a shape or dtype the model
 refuses, an output with no floating-point tensor to take a loss of, a loss function that returns
-no loss, and a forward whose ops cannot be recorded. acprof.fit and the eager command
+no loss, a forward that fails in PyTorch itself, and a forward whose ops cannot be recorded. The
+checks cost nothing where all is well: the loss is taken of the recorded forward's own output, and
+the model runs again only to tell whose error a failure is. acprof.fit and the eager command
 (command_line.py) share them, so both doors give the same error kind for the same mistake."""
 
 import contextlib
@@ -60,16 +62,43 @@ def check_step(model: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: Any
             raise BadInput(str(e)) from None
 
 
-def capture(model: torch.nn.Module, inputs: Sequence[torch.Tensor], seed: int = 0, autocast: str = "") -> EagerGraph:
-    """The model's forward recorded as the ops eager runs (EagerGraph); raises ModelFails where it
-    cannot be: a forward that calls a custom torch.autograd.Function (the ops record its forward,
-    not its backward), or one that fails while recorded."""
+def _own_forward_with_grad(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> None:
+    """One forward of the model as training runs it, without acprof; raises ModelFails naming
+    PyTorch's error where the model's own forward fails there."""
+    with training_state_kept(model), torch.enable_grad():
+        model.train()
+        try:
+            model(*inputs)
+        except Exception as e:
+            raise ModelFails(f"the training step of {type(model).__name__} fails in PyTorch ({type(e).__name__}: "
+                             f"{first_line(e)}); fix the model or its inputs") from None
+
+
+def capture(model: torch.nn.Module, inputs: Sequence[torch.Tensor], seed: int = 0, autocast: str = "",
+            loss: Any = None, target=None) -> EagerGraph:
+    """The model's forward recorded as the ops eager runs (EagerGraph); with `loss`, the loss of the
+    recorded forward's output is taken too (check_step's check, on the same forward). Raises
+    BadInput where the model's own forward refuses the inputs or the loss refuses the output, and
+    ModelFails where the forward cannot be recorded: one that calls a custom
+    torch.autograd.Function (the ops record its forward, not its backward), or one that fails
+    only while recorded."""
     try:
-        return EagerGraph(model, inputs, seed, autocast)
+        graph = EagerGraph(model, inputs, seed, autocast)
     except CustomFunctionInForward as e:
         where = f" (in {e})" if str(e) else ""
         raise ModelFails(f"{type(model).__name__}'s forward calls a custom torch.autograd.Function{where}, whose "
                          "backward the recorded ops cannot carry; write it with differentiable torch ops") from None
     except Exception as e:
+        if loss is not None:
+            check_step(model, inputs, loss, target)  # the model's own forward or loss refuses: the caller's mistake
+        _own_forward_with_grad(model, inputs)        # the model fails in PyTorch, not in acprof
         raise ModelFails(f"{type(model).__name__}'s forward fails while acprof records its ops "
                          f"({type(e).__name__}: {first_line(e)}); please report it with the model") from None
+    output, graph.stream.output = graph.stream.output, None
+    if loss is not None:
+        with torch.no_grad():
+            try:
+                compute_loss(output, loss, target)
+            except ValueError as e:  # the loss rule's own refusal: no tensor to take a loss of, no loss returned
+                raise BadInput(str(e)) from None
+    return graph
