@@ -80,47 +80,6 @@ class TracedPath(nn.Module):
 def make_model():
     return TracedPath()
 '''
-REFUSED_MODELS = '''import torch
-from torch import nn
-
-
-class ReturnsInt(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(64, 64)
-
-    def forward(self, x):
-        return int(self.fc(x).sum() > 0)
-
-
-class Cube(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x * x
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return 3 * x * x * grad
-
-
-class CallsACustomFunction(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(64, 64)
-
-    def forward(self, x):
-        return self.fc(Cube.apply(self.fc(x)))
-
-
-def returns_int():
-    return ReturnsInt()
-
-
-def calls_a_custom_function():
-    return CallsACustomFunction()
-'''
 INPUT = "float32[128,64]"
 # float32 parameters: per block a 64x64 linear with bias and a batch norm's weight and bias; the head.
 PARAMETER_BYTES = 4 * (6 * (64 * 64 + 64 + 2 * 64) + 64 * 10 + 10)
@@ -292,11 +251,10 @@ def refusals(acprof, work, env):
     """Mistakes the eager front end printed 19-22 lines for (torch's logged traceback, then acprof's
     line): each is now one line under 200 characters naming it, the TorchScript door's exit code
     for the same mistake (a shape the model refuses is bad input, 1), and no profile."""
-    with open(os.path.join(work, "refused.py"), "w") as out:
-        out.write(REFUSED_MODELS)
+    refused = os.path.join(os.path.dirname(os.path.abspath(__file__)), "refused_models.py")
     cases = [("a shape that does not fit", "net.py:make_model", "float32[4,9]", 1, "refuses inputs float32[4, 9]"),
-             ("an output that is a Python int", "refused.py:returns_int", INPUT, 1, "no floating-point tensor"),
-             ("a custom autograd Function", "refused.py:calls_a_custom_function", INPUT, 6,
+             ("an output that is a Python int", f"{refused}:returns_int", INPUT, 1, "no floating-point tensor"),
+             ("a custom autograd Function", f"{refused}:calls_a_custom_function", INPUT, 6,
               "calls a custom torch.autograd.Function")]
     for what, factory, spec, code, names in cases:
         done = run(acprof, ["profile", "--module", factory, "--input", spec, "-o", "refused.json"], work, env, code)

@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import acprof  # noqa: E402
 from eager_end_to_end_check import CausalLM  # noqa: E402  (a Hugging Face causal LM returning its logits)
+from refused_models import CallsACustomFunction, ReturnsInt  # noqa: E402
 
 
 class Block(torch.nn.Module):
@@ -125,15 +126,6 @@ def test_a_saved_plan_applies_in_another_model_object_without_profiling(tmp_path
     assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
 
 
-class ReturnsInt(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(64, 64)
-
-    def forward(self, x):
-        return int(self.fc(x).sum() > 0)
-
-
 class BranchesOnAValue(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -147,27 +139,6 @@ class BranchesOnAValue(torch.nn.Module):
 class TanhWherePositive(torch.nn.Module):
     def forward(self, x):
         return torch.tanh(x) if x.mean() > 0 else x
-
-
-class Cube(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x * x
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return 3 * x * x * grad
-
-
-class CallsACustomFunction(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(64, 64)
-
-    def forward(self, x):
-        return self.fc(Cube.apply(self.fc(x)))
 
 
 def test_a_branch_on_a_value_is_fitted_and_a_step_down_the_other_branch_raises_step_departs():
