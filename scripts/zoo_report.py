@@ -197,8 +197,8 @@ SET_DESCRIPTIONS = {
               "The zoo's models (torchvision's classifiers and the nn.Transformer stacks) and the transformers "
               "set's, built as in those sets (same builders, sizes, seeds, inputs and losses), as plain "
               "`nn.Module`s: `acprof profile --module` on a factory file, `acprof plan`, and the eager rewrite, "
-              "which applies the plan in eager and verifies it bit for bit. The eager rewrite times no pairs of "
-              "steps, so the extra-time columns are empty; the sections on extra time do not apply."),
+              "which applies the plan in eager, verifies it bit for bit and times alternated pairs of steps as the "
+              "TorchScript rewrite does."),
     "reference": ("Reference models",
                   "acprof's own reference models (models/reference_models.py), at the sizes and in the modes of the "
                   "C++ tests' set (models/model_sets.py \"test\"), with random weights (seed 0) and each model's "
