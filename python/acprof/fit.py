@@ -29,8 +29,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import torch
 
 from . import engine
-from .errors import BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
-from .errors import AcprofError
+from .errors import AcprofError, BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
 from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
 from .eager.call import Call, positional
 from .eager.recorder import (ProfileCost, TrainingStep, collections_of_new_objects_only, compute_loss,

@@ -59,8 +59,12 @@ class Call:
                                       self.spec)
 
     def text(self) -> str:
-        """The tensors as the one-line errors show them: float32[4, 64], int64[4, 64]."""
-        return ", ".join(f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}" for t in self.tensors)
+        return tensors_text(self.tensors)
+
+
+def tensors_text(tensors: Sequence[torch.Tensor]) -> str:
+    """Tensors as the one-line errors and warnings show them: float32[4, 64], int64[4, 64]."""
+    return ", ".join(f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}" for t in tensors)
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ import torch.fx
 
 from . import autocast_state, op_stream
 from .autocast_state import autocast_context
+from .call import tensors_text
 from ..errors import StepDeparts
 from .training_state import training_state_kept
 
@@ -112,7 +113,10 @@ class EagerGraph:
     """A module's forward as profile nodes and values, runnable node by node."""
 
     def __init__(self, module: torch.nn.Module, example_inputs: Sequence[torch.Tensor], seed: int = 0,
-                 autocast: str = ""):
+                 autocast: str = "", keep_output: bool = False):
+        """With `keep_output`, the recorded forward's own output is `self.output` (for its loss to be
+        checked; the caller drops it), else it dies here: a graph that lives with an installed plan
+        holds none of the model's output tensors."""
         self.module = module
         # One forward of the module as a training step runs it: train mode (dropout on, batch norm on
         # batch statistics), grad on, the step's seed and autocast (the casts it makes are ops of the
@@ -120,7 +124,9 @@ class EagerGraph:
         with training_state_kept(module), torch.enable_grad(), autocast_context(autocast):
             module.train()
             torch.manual_seed(seed)
-            self.stream = op_stream.record(module, tuple(example_inputs))
+            self.stream, output = op_stream.record(module, tuple(example_inputs))
+        self.output = output if keep_output else None
+        del output
         self.fx_graph = self.stream.graph
         self._module_tensors = dict(module.named_parameters(remove_duplicate=False))
         self._module_tensors.update(dict(module.named_buffers(remove_duplicate=False)))
@@ -267,7 +273,7 @@ class EagerGraph:
 
 def _result_text(value: Any) -> str:
     if isinstance(value, torch.Tensor):
-        return f"{str(value.dtype).replace('torch.', '')}{list(value.shape)}"
+        return tensors_text([value])
     if isinstance(value, (tuple, list)):
         return "(" + ", ".join(_result_text(v) for v in value) + ")"
     return repr(value)

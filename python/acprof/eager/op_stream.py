@@ -81,7 +81,6 @@ class OpStream:
     constants: Dict[str, Any]
     output_spec: Any
     output_leaves: List[Tuple[str, Any]] = field(default_factory=list)   # ("value", k) | ("constant", obj)
-    output: Any = None   # the recorded forward's own output, until the caller has looked at it
 
 
 class _Recorder(TorchDispatchMode):
@@ -160,9 +159,10 @@ class _PythonReads(TorchFunctionMode):
         return result
 
 
-def record(module: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> OpStream:
-    """One forward of `module` on `inputs` as it runs in eager, recorded; the caller keeps the
-    module's state (this forward updates running statistics and draws random numbers). Raises
+def record(module: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Tuple[OpStream, Any]:
+    """One forward of `module` on `inputs` as it runs in eager, recorded, and that forward's own
+    output (the stream holds no tensor of it); the caller keeps the module's state (this forward
+    updates running statistics and draws random numbers). Raises
     CustomFunctionInForward (its scope) where a custom autograd Function's result is read."""
     graph = torch.fx.Graph()
     names = {id(t): n for n, t in list(module.named_parameters(remove_duplicate=False)) +
@@ -212,4 +212,4 @@ def record(module: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> OpStream:
     if recorder.custom_function_scope is not None:
         raise CustomFunctionInForward(recorder.custom_function_scope)
     graph.output(tuple(outputs))
-    return OpStream(graph, recorder.constants, spec, template, output)
+    return OpStream(graph, recorder.constants, spec, template), output

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import torch
 
 from ..errors import BadInput, ModelFails
+from .call import tensors_text
 from .graph import EagerGraph
 from .op_stream import CustomFunctionInForward
 from .recorder import compute_loss
@@ -53,13 +54,18 @@ def check_step(model: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: Any
         try:
             output = model(*inputs)
         except Exception as e:
-            shapes = ", ".join(f"{str(x.dtype).replace('torch.', '')}{list(x.shape)}" for x in inputs)
-            raise BadInput(f"{name} refuses inputs {shapes} ({type(e).__name__}: {first_line(e)}); pass inputs "
+            raise BadInput(f"{name} refuses inputs {tensors_text(inputs)} ({type(e).__name__}: {first_line(e)}); pass inputs "
                            "its forward takes") from None
-        try:
-            compute_loss(output, loss, target)
-        except ValueError as e:  # the loss rule's own refusal: no tensor to take a loss of, no loss returned
-            raise BadInput(str(e)) from None
+        _loss_taken(output, loss, target)
+
+
+def _loss_taken(output: Any, loss: Any, target) -> None:
+    """The loss of `output`, taken and dropped; raises BadInput with the loss rule's own refusal (no
+    tensor to take a loss of, a loss function that returns no loss)."""
+    try:
+        compute_loss(output, loss, target)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
 
 
 def _own_forward_with_grad(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> None:
@@ -83,7 +89,7 @@ def capture(model: torch.nn.Module, inputs: Sequence[torch.Tensor], seed: int = 
     torch.autograd.Function (the ops record its forward, not its backward), or one that fails
     only while recorded."""
     try:
-        graph = EagerGraph(model, inputs, seed, autocast)
+        graph = EagerGraph(model, inputs, seed, autocast, keep_output=loss is not None)
     except CustomFunctionInForward as e:
         where = f" (in {e})" if str(e) else ""
         raise ModelFails(f"{type(model).__name__}'s forward calls a custom torch.autograd.Function{where}, whose "
@@ -94,11 +100,8 @@ def capture(model: torch.nn.Module, inputs: Sequence[torch.Tensor], seed: int = 
         _own_forward_with_grad(model, inputs)        # the model fails in PyTorch, not in acprof
         raise ModelFails(f"{type(model).__name__}'s forward fails while acprof records its ops "
                          f"({type(e).__name__}: {first_line(e)}); please report it with the model") from None
-    output, graph.stream.output = graph.stream.output, None
+    output, graph.output = graph.output, None
     if loss is not None:
         with torch.no_grad():
-            try:
-                compute_loss(output, loss, target)
-            except ValueError as e:  # the loss rule's own refusal: no tensor to take a loss of, no loss returned
-                raise BadInput(str(e)) from None
+            _loss_taken(output, loss, target)
     return graph
