@@ -164,8 +164,10 @@ def estimate(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, 
              loss_fn: Optional[Callable[[Any], torch.Tensor]] = None,
              optimizer: Optional[torch.optim.Optimizer] = None, solver: str = "auto", seed: int = 0) -> Estimate:
     """Whether one training step of `model` on inputs like `example_inputs` fits `budget`: as it is,
-    with a plan, or not at all, with the floor and what it is made of. Records one step (two with
-    the warm-up) and plans it; the model and the optimizer are left as they were."""
+    with a plan, or not at all, with the floor and what it is made of. Without a budget, records one
+    step (two with the warm-up) and searches the floor; with one, measures as many iterations as a
+    profile does (their median step times weigh the plan's extra time) and plans the budget too.
+    The model and the optimizer are left as they were."""
     with collections_of_new_objects_only():
         return _estimate(model, example_inputs, budget, loss_fn, optimizer, solver, seed)
 
@@ -174,7 +176,11 @@ def _estimate(model, example_inputs, budget, loss_fn, optimizer, solver, seed) -
     _trainable(model)
     call = _call(example_inputs)
     with positional(model, call):
-        _, profile = _profile(model, call.tensors, loss_fn, optimizer, seed, ProfileCost())
+        # Without a budget the answer is bytes only (peak, floor, what the floor is made of), which
+        # the first measured iteration records whole; later iterations would only add step times
+        # for a plan's extra time, which only an answer with a budget states.
+        _, profile = _profile(model, call.tensors, loss_fn, optimizer, seed, ProfileCost(),
+                              most_iterations=1 if budget is None else None)
     peak = profile["summary"]["peak_bytes"]
     floor = _outcome(profile, "1B", solver)  # no step fits in a byte: the planner's floor search
     floor_bytes = peak if floor["feasible"] else floor["smallest_peak_bytes"]
@@ -373,13 +379,13 @@ def _trainable(model) -> None:
                        "stores nothing to recompute; unfreeze the parameters you train")
 
 
-def _profile(model, inputs, loss_fn, optimizer, seed, cost: ProfileCost) -> tuple:
+def _profile(model, inputs, loss_fn, optimizer, seed, cost: ProfileCost, most_iterations: Optional[int] = None) -> tuple:
     loss = _loss(loss_fn)
     with torch_logs_quiet():
         graph = capture(model, inputs, seed, loss=loss)
         try:
             return graph, record_profile(model, inputs, loss=loss, graph=graph, optimizer=optimizer, seed=seed,
-                                         cost=cost)
+                                         cost=cost, most_iterations=most_iterations)
         except Exception as e:
             raise ModelFails(f"the training step of {type(model).__name__} fails in PyTorch "
                              f"({type(e).__name__}: {first_line(e)}); fix the model or its inputs") from None

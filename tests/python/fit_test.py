@@ -108,6 +108,9 @@ def test_estimate_says_as_is_with_a_plan_or_not_at_all():
     assert acprof.estimate(model, inputs, budget=answer.peak_bytes, loss_fn=mean_loss).verdict == "fits_as_is"
     planned = acprof.estimate(model, inputs, budget=budget, loss_fn=mean_loss)
     assert planned.verdict == "fits_with_plan" and planned.predicted_peak_bytes <= budget
+    # Without a budget one measured iteration is recorded, with one as many as a profile takes:
+    # the bytes are the first iteration's either way.
+    assert (planned.peak_bytes, planned.floor_bytes, planned.floor) == (answer.peak_bytes, answer.floor_bytes, answer.floor)
     refused = acprof.estimate(model, inputs, budget=answer.floor_bytes - 1, loss_fn=mean_loss)
     assert (refused.verdict, refused.budget_bytes) == ("cannot_fit", answer.floor_bytes - 1)
     assert acprof.estimate(model, inputs, budget="50%", loss_fn=mean_loss).budget_bytes == answer.peak_bytes // 2

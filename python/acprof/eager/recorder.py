@@ -291,20 +291,25 @@ def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss
                    target: Optional[torch.Tensor] = None, path: Optional[str] = None, seed: int = 0,
                    graph: Optional[EagerGraph] = None, command: str = "", autocast: str = "",
                    optimizer: Optional[torch.optim.Optimizer] = None, cost: Optional[ProfileCost] = None,
-                   progress: Callable[[str], None] = lambda line: None) -> dict:
+                   progress: Callable[[str], None] = lambda line: None,
+                   most_iterations: Optional[int] = None) -> dict:
     """Records one training step of `module` on `inputs` (warm-up first) and returns profile.json's
     content; writes it to `path` (whole or not at all) when given. `loss` is a rule's name or a
     callable of the output; `autocast` names the dtype forward and loss run under ("bfloat16"), ""
     for none; `optimizer` (over the module's parameters) steps after backward; `cost` says where the
     profile's budget of steps stands (ProfileCost, from the call by default); `progress` is told each
-    measured iteration as it starts (print_progress prints it). The module and the optimizer are
+    measured iteration as it starts (print_progress prints it); `most_iterations` caps the measured
+    iterations below `acprof profile --iters`'s default (1: a caller that reads only bytes, which
+    the first iteration alone records; later ones add step times). The module and the optimizer are
     left as they were (training_state_kept)."""
     with training_state_kept(module, optimizer), collections_of_new_objects_only():
         step = TrainingStep(list(inputs), loss, target, seed, autocast, optimizer)
-        return _record_profile(module, step, path, graph or EagerGraph(module, inputs, seed, autocast), command, cost or ProfileCost(), progress)
+        return _record_profile(module, step, path, graph or EagerGraph(module, inputs, seed, autocast), command, cost or ProfileCost(), progress,
+                               most_iterations)
 
 
-def _record_profile(module, step: TrainingStep, path, graph, command, cost: ProfileCost, progress) -> dict:
+def _record_profile(module, step: TrainingStep, path, graph, command, cost: ProfileCost, progress,
+                    most_iterations: Optional[int]) -> dict:
     inputs = step.inputs
     warm_up_start = time.perf_counter()
     step.warm_up(module, lambda: graph_forward(graph, inputs))
@@ -334,7 +339,7 @@ def _record_profile(module, step: TrainingStep, path, graph, command, cost: Prof
     # does not move the op times a plan's extra time is weighed by.
     # At most as many as `acprof profile --iters` defaults to; fewer where two agree or the
     # profile's budget of steps is spent.
-    most = engine.default_measured_iterations()
+    most = min(most_iterations or engine.default_measured_iterations(), engine.default_measured_iterations())
     progress("measured iteration 1")
     profiled, observed, marks, ends, first_us = measured_iteration()
     iteration_us, later_step_time_us = [first_us], []
