@@ -484,6 +484,20 @@ TEST(ProfileFormat, SeedIsRecordedAndOlderFilesReadAsSeedZero) {
   EXPECT_EQ(profileFromJson(old, "old.json").meta.run.seed, 0u);
 }
 
+// The communication category came after the schema's version: a file written
+// before it has breakdowns without it, which read as no bytes there; any older
+// category missing is still damage.
+TEST(ProfileFormat, BreakdownsWithoutTheCommunicationCategoryReadAsNoneThere) {
+  const std::string json = profileToJson(handMadeProfile());
+  nlohmann::json old = nlohmann::json::parse(json);
+  for (auto& step : old["steps"]) step["bytes_at_end"].erase("communication");
+  old["summary"]["peak_breakdown"].erase("communication");
+  EXPECT_EQ(profileToJson(profileFromJson(old.dump(), "old.json")), json);
+  nlohmann::json damaged = nlohmann::json::parse(json);
+  damaged["summary"]["peak_breakdown"].erase("activation");
+  EXPECT_THROW(profileFromJson(damaged.dump(), "damaged.json"), FormatError);
+}
+
 // Profiles written before ForwardNode::backward_time_us was dropped (a copy of
 // the backward steps' times that nothing read) carry it under the same schema
 // version: they still read, to the same profile.
@@ -640,11 +654,12 @@ TEST(ProfileFormat, FormatBytesUsesBinaryUnits) {
 }
 
 // One bit per category, so a category counted or left out wrongly shows in the sum.
-TEST(ProfileFormat, UnremovableBytesAreWeightsGradientsOptimizerStateAndInputs) {
+TEST(ProfileFormat, UnremovableBytesAreWeightsGradientsOptimizerStateInputsAndCommunicationBuffers) {
   CategoryBytes bytes{};
   for (int c = 0; c < kCategoryCount; ++c) bytes[c] = int64_t{1} << c;
   const int64_t expected = bytes[static_cast<int>(Category::Weight)] + bytes[static_cast<int>(Category::Gradient)] +
-                           bytes[static_cast<int>(Category::OptimizerState)] + bytes[static_cast<int>(Category::Input)];
+                           bytes[static_cast<int>(Category::OptimizerState)] + bytes[static_cast<int>(Category::Input)] +
+                           bytes[static_cast<int>(Category::Communication)];
   EXPECT_EQ(unremovableBytes(bytes), expected);
   EXPECT_EQ(totalBytes(bytes) - unremovableBytes(bytes),
             bytes[static_cast<int>(Category::Activation)] + bytes[static_cast<int>(Category::Temporary)] +

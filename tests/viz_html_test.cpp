@@ -74,11 +74,12 @@ TEST(TimelineHtml, ChartCarriesCornerPointsPerCategoryAndTheExactPeak) {
   EXPECT_EQ(section["peak"]["event"], 3);
   EXPECT_EQ(section["peak"]["step"], 2);
   EXPECT_EQ(section["steps"]["op"][section["peak"]["step"].get<int>()], "aten::linear");
-  // PyTorch's colours, bottom of the stack first.
+  // PyTorch's colours, bottom of the stack first: what stays through the step, then what the step makes.
   EXPECT_EQ(data["categories"][0]["name"], "weight");
   EXPECT_EQ(data["categories"][0]["color"], "#006400");
-  EXPECT_EQ(data["categories"][4]["name"], "activation");
-  EXPECT_EQ(data["categories"][4]["color"], "#ff0000");
+  EXPECT_EQ(data["categories"][3]["name"], "communication");
+  EXPECT_EQ(data["categories"][5]["name"], "activation");
+  EXPECT_EQ(data["categories"][5]["color"], "#ff0000");
 }
 
 // Kernel time and wall time are not comparable; the report says which the profile holds.

@@ -82,10 +82,11 @@ std::string peakCompositionTable(const PeakComposition& composition, const Profi
     only[static_cast<int>(share.category)] = share.bytes;
     std::vector<std::string> notes;
     if (unremovableBytes(only) == share.bytes) notes.push_back("no recompute removes it");
-    // Weights, optimizer state and inputs are the model's and the user's own:
-    // their total says all. The rest is named by what made it.
+    // Weights, optimizer state, inputs and a wrapper's communication buffers
+    // are the model's and the user's own: their total says all. The rest is
+    // named by what made it.
     const bool named = share.category != Category::Weight && share.category != Category::OptimizerState &&
-                       share.category != Category::Input;
+                       share.category != Category::Input && share.category != Category::Communication;
     if (named && !share.largest.empty()) {
       std::string largest = "largest " + contributorText(share.largest.front());
       const int more = static_cast<int>(share.largest.size()) - 1 + share.more;

@@ -11,6 +11,7 @@ const std::array<CategoryStyle, kCategoryCount>& categoryStackOrder() {
       {Category::Weight, "#006400"},          // darkgreen (PyTorch: PARAMETER)
       {Category::OptimizerState, "#daa520"},  // goldenrod
       {Category::Input, "#000000"},           // black
+      {Category::Communication, "#008b8b"},   // darkcyan
       {Category::Temporary, "#9370db"},       // mediumpurple
       {Category::Activation, "#ff0000"},      // red
       {Category::Gradient, "#0000cd"},        // mediumblue

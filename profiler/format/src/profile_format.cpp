@@ -445,7 +445,8 @@ int64_t totalBytes(const CategoryBytes& bytes) {
 
 int64_t unremovableBytes(const CategoryBytes& bytes) {
   int64_t sum = 0;
-  for (Category c : {Category::Weight, Category::Gradient, Category::OptimizerState, Category::Input})
+  for (Category c : {Category::Weight, Category::Gradient, Category::OptimizerState, Category::Input,
+                     Category::Communication})
     sum += bytes[static_cast<int>(c)];
   return sum;
 }

@@ -111,8 +111,11 @@ inline nlohmann::json categoryBytesToJson(const CategoryBytes& bytes) {
 inline CategoryBytes categoryBytesField(const nlohmann::json& object, const char* key, const Source& source) {
   const nlohmann::json breakdown = field<nlohmann::json>(object, key, source);
   CategoryBytes bytes{};
-  for (int c = 0; c < kCategoryCount; ++c)
-    bytes[c] = field<int64_t>(breakdown, categoryName(static_cast<Category>(c)), source);
+  for (int c = 0; c < kCategoryCount; ++c) {
+    const char* name = categoryName(static_cast<Category>(c));
+    if (c >= static_cast<int>(kFirstCategoryAddedLater) && breakdown.is_object() && !breakdown.contains(name)) continue;
+    bytes[c] = field<int64_t>(breakdown, name, source);
+  }
   return bytes;
 }
 

@@ -42,8 +42,12 @@ enum class Category {
   Activation,      // made in forward, alive at the end of forward, freed later
   Temporary,       // made and freed inside one phase (or any other transient)
   Output,          // the model's output and the loss
+  Communication,   // what a data-parallel wrapper holds for its collectives (DDP's gradient buckets)
 };
-inline constexpr int kCategoryCount = static_cast<int>(Category::Output) + 1;
+inline constexpr int kCategoryCount = static_cast<int>(Category::Communication) + 1;
+// Categories from this one on were added without a schema bump: a file written
+// before them has no bytes in them, and its breakdowns do not name them.
+inline constexpr Category kFirstCategoryAddedLater = Category::Communication;
 using CategoryBytes = std::array<int64_t, kCategoryCount>;
 
 // Names: python/acprof/contract.json, in this order.
