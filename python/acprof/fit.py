@@ -30,6 +30,7 @@ import torch
 
 from . import engine
 from .errors import AcprofError, BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
+from .eager import data_parallel
 from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
 from .eager.call import Call, positional
 from .eager.recorder import (ProfileCost, TrainingStep, collections_of_new_objects_only, compute_loss,
@@ -51,7 +52,8 @@ class FitResult:
 
     Attributes:
         module: the model itself, whose forward now runs the plan in training (fit installs it:
-            the same object, class, attributes and state_dict keys; `remove()` takes it out).
+            the same object, class, attributes and state_dict keys; `remove()` takes it out);
+            for a DistributedDataParallel model, the module it wraps, and the DDP model trains on.
         plan: plan.json's content (segments, predicted peak and extra time).
         profile: profile.json's content of the model's step, which the plan was made from.
         budget_bytes: the budget in bytes.
@@ -125,13 +127,16 @@ def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
 
 def _fit(model, example_inputs, budget, loss_fn, optimizer, verify, solver, seed) -> FitResult:
     cost = ProfileCost(steps_after=VERIFICATION_STEPS if verify else 0)
-    _trainable(model)
+    ddp, model = _unwrapped(model)
     call = _call(example_inputs)
     inputs = call.tensors
     uninstall(model)
     with positional(model, call):
-        graph, profile = _profile(model, inputs, loss_fn, optimizer, seed, cost)
+        buckets = _settled_buckets(ddp, model, inputs, loss_fn, optimizer, seed)
+        graph, profile = _profile(model, inputs, loss_fn, optimizer, seed, cost, extra_statics=buckets)
         plan = _plan(profile, budget, solver)
+        if ddp is not None:
+            plan = data_parallel.same_plan(ddp, plan)
         try:
             checkpointed = apply_plan(model, plan, profile=profile, graph=graph)
         except PlanMismatch as e:
@@ -144,20 +149,50 @@ def _fit(model, example_inputs, budget, loss_fn, optimizer, verify, solver, seed
         install(model, checkpointed, call)
         return result
     loss = _loss(loss_fn)
+    # The step as the user runs it: through DDP where the model is wrapped (its all-reduce, its
+    # buckets), so the gradients compared are the all-reduced ones on every rank.
+    stepper = ddp if ddp is not None else model
     # One warm-up of the model's own step (its optimizer's state, its first-call costs), then both
     # measured steps from that one state: the model's as it is, and the checkpointed module's,
     # called as the user calls it (the installed forward sees the call's own arguments).
     with training_state_kept(model, optimizer), collections_of_new_objects_only():
         with positional(model, call):
-            TrainingStep(list(inputs), loss, None, seed, "", optimizer).warm_up(model, lambda: model(*inputs))
-            before = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, warm_up=False)
+            TrainingStep(list(inputs), loss, None, seed, "", optimizer).warm_up(model, lambda: stepper(*inputs))
+            before = measure_step(stepper, inputs, loss, seed=seed, optimizer=optimizer, warm_up=False,
+                                  extra_statics=buckets)
         install(model, checkpointed, call)
         try:
-            _verify(result, before, graph, call, loss, optimizer, seed)
+            _verify(result, before, graph, call, loss, optimizer, seed, stepper, buckets)
         except AcprofError:
             uninstall(model)
             raise
     return result
+
+
+def _unwrapped(model) -> tuple:
+    """(the DistributedDataParallel model or None, the module to plan), the module checked."""
+    ddp = data_parallel.wrapper_of(model)
+    if ddp is not None:
+        data_parallel.check_supported(ddp)
+        model = ddp.module
+    _trainable(model)
+    return ddp, model
+
+
+def _settled_buckets(ddp, model, inputs, loss_fn, optimizer, seed) -> list:
+    """DDP's gradient buckets as the model's steps under it hold them (data_parallel.py), none
+    without DDP. Called inside positional(model, ...)."""
+    if ddp is None:
+        return []
+
+    def one_step_under_ddp():
+        with training_state_kept(model, optimizer), torch_logs_quiet():
+            step = TrainingStep(list(inputs), _loss(loss_fn), None, seed, "", optimizer)
+            step.run(model, lambda: ddp(*inputs))
+            for p in model.parameters():
+                p.grad = None
+
+    return data_parallel.settled_buckets(ddp, one_step_under_ddp)
 
 
 def estimate(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int, None] = None,
@@ -173,14 +208,15 @@ def estimate(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, 
 
 
 def _estimate(model, example_inputs, budget, loss_fn, optimizer, solver, seed) -> Estimate:
-    _trainable(model)
+    ddp, model = _unwrapped(model)
     call = _call(example_inputs)
     with positional(model, call):
+        buckets = _settled_buckets(ddp, model, call.tensors, loss_fn, optimizer, seed)
         # Without a budget the answer is bytes only (peak, floor, what the floor is made of), which
         # the first measured iteration records whole; later iterations would only add step times
         # for a plan's extra time, which only an answer with a budget states.
         _, profile = _profile(model, call.tensors, loss_fn, optimizer, seed, ProfileCost(),
-                              most_iterations=1 if budget is None else None)
+                              most_iterations=1 if budget is None else None, extra_statics=buckets)
     peak = profile["summary"]["peak_bytes"]
     floor = _outcome(profile, "1B", solver)  # no step fits in a byte: the planner's floor search
     floor_bytes = peak if floor["feasible"] else floor["smallest_peak_bytes"]
@@ -219,6 +255,8 @@ def apply(model: torch.nn.Module, plan: Union[str, dict], example_inputs: Inputs
     if not isinstance(plan.get("segments"), list) or "predicted_peak_bytes" not in plan:
         raise BadInput("the plan is not a plan (no segments or predicted peak); pass the plan.json "
                        "FitResult.save or `acprof plan` wrote")
+    if data_parallel.wrapper_of(model) is not None:
+        model = model.module  # the plan runs in the module DDP wraps, as fit installs it
     call = _call(example_inputs)
     uninstall(model)
     with torch_logs_quiet(), positional(model, call):
@@ -379,13 +417,15 @@ def _trainable(model) -> None:
                        "stores nothing to recompute; unfreeze the parameters you train")
 
 
-def _profile(model, inputs, loss_fn, optimizer, seed, cost: ProfileCost, most_iterations: Optional[int] = None) -> tuple:
+def _profile(model, inputs, loss_fn, optimizer, seed, cost: ProfileCost, most_iterations: Optional[int] = None,
+             extra_statics: Sequence[dict] = ()) -> tuple:
     loss = _loss(loss_fn)
     with torch_logs_quiet():
         graph = capture(model, inputs, seed, loss=loss)
         try:
             return graph, record_profile(model, inputs, loss=loss, graph=graph, optimizer=optimizer, seed=seed,
-                                         cost=cost, most_iterations=most_iterations)
+                                         cost=cost, most_iterations=most_iterations,
+                                         extra_statics=extra_statics)
         except Exception as e:
             raise ModelFails(f"the training step of {type(model).__name__} fails in PyTorch "
                              f"({type(e).__name__}: {first_line(e)}); fix the model or its inputs") from None
@@ -414,29 +454,39 @@ def _plan(profile: dict, budget: Union[str, int], solver: str) -> dict:
     return outcome["plan"]
 
 
-def _verify(result: FitResult, before: dict, graph, call: Call, loss, optimizer, seed) -> None:
-    """One step of the model with the plan installed, called as the user calls it, against
+def _verify(result: FitResult, before: dict, graph, call: Call, loss, optimizer, seed, stepper, buckets) -> None:
+    """One step of the model with the plan installed, called as the user calls it (`stepper`: the
+    model, or the DDP module around it, whose `buckets` are statics of both steps), against
     `before`, one without it; raises where they differ or the step is over the budget (the caller
     takes the plan out)."""
     model, inputs = result.module, call.tensors
     with positional(model, call):
-        after = measure_step(model, inputs, loss, seed=seed, optimizer=optimizer, graph=graph, warm_up=False)
+        after = measure_step(stepper, inputs, loss, seed=seed, optimizer=optimizer, graph=graph, warm_up=False,
+                             extra_statics=buckets)
     verdict = compare_steps(before, after, "", None)
-    if verdict["differences"]:
-        plain = CheckpointedModule(model, graph, dict(result.plan, segments=[]))
-        captured = compare_steps(before, measure_step(plain, inputs, loss, seed=seed, optimizer=optimizer,
-                                                      warm_up=False), "module.", None)
-        shown = "; ".join(verdict["differences"][:2])
-        if captured["differences"]:
+    under_ddp = stepper is not model
+    # Under DDP every rank takes the same path from here (the diagnosis runs steps through DDP):
+    # a difference on one rank is one on all.
+    if data_parallel.any_rank(stepper, bool(verdict["differences"])) if under_ddp else verdict["differences"]:
+        shown = "; ".join(verdict["differences"][:2]) or "on another rank"
+        # Without DDP: the recorded ops with nothing checkpointed, against the model. A step of them
+        # outside DDP all-reduces nothing, so under DDP only the model's own reproducibility is asked.
+        captured = None
+        if not under_ddp:
+            plain = CheckpointedModule(model, graph, dict(result.plan, segments=[]))
+            captured = compare_steps(before, measure_step(plain, inputs, loss, seed=seed, optimizer=optimizer,
+                                                          warm_up=False), "module.", None)
+        if under_ddp or captured["differences"]:
             uninstall(model)
             with positional(model, call):
-                again = compare_steps(before, measure_step(model, inputs, loss, seed=seed, optimizer=optimizer,
-                                                           warm_up=False), "", None)
+                again = compare_steps(before, measure_step(stepper, inputs, loss, seed=seed, optimizer=optimizer,
+                                                           warm_up=False, extra_statics=buckets), "", None)
             if again["differences"]:
                 raise ModelFails(f"{type(model).__name__}'s own training step is not reproducible: two steps with "
                                  f"the same seed differ ({'; '.join(again['differences'][:2])}), so no plan can be "
                                  "verified against it; seed what else it draws from (numpy, random), or pass "
                                  "verify=False")
+        if captured is not None and captured["differences"]:
             raise ModelFails(f"{type(model).__name__}'s recorded ops do not train like the module itself even with "
                              f"nothing checkpointed ({'; '.join(captured['differences'][:2])}); please report it "
                              "with the model")

@@ -292,7 +292,7 @@ def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss
                    graph: Optional[EagerGraph] = None, command: str = "", autocast: str = "",
                    optimizer: Optional[torch.optim.Optimizer] = None, cost: Optional[ProfileCost] = None,
                    progress: Callable[[str], None] = lambda line: None,
-                   most_iterations: Optional[int] = None) -> dict:
+                   most_iterations: Optional[int] = None, extra_statics: Sequence[dict] = ()) -> dict:
     """Records one training step of `module` on `inputs` (warm-up first) and returns profile.json's
     content; writes it to `path` (whole or not at all) when given. `loss` is a rule's name or a
     callable of the output; `autocast` names the dtype forward and loss run under ("bfloat16"), ""
@@ -300,21 +300,23 @@ def record_profile(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss
     profile's budget of steps stands (ProfileCost, from the call by default); `progress` is told each
     measured iteration as it starts (print_progress prints it); `most_iterations` caps the measured
     iterations below `acprof profile --iters`'s default (1: a caller that reads only bytes, which
-    the first iteration alone records; later ones add step times). The module and the optimizer are
+    the first iteration alone records; later ones add step times); `extra_statics` are storages
+    alive through the step that none of the module, its optimizer or the inputs hold (DDP's
+    buckets, data_parallel.py), as the stream's statics. The module and the optimizer are
     left as they were (training_state_kept)."""
     with training_state_kept(module, optimizer), collections_of_new_objects_only():
         step = TrainingStep(list(inputs), loss, target, seed, autocast, optimizer)
         return _record_profile(module, step, path, graph or EagerGraph(module, inputs, seed, autocast), command, cost or ProfileCost(), progress,
-                               most_iterations)
+                               most_iterations, extra_statics)
 
 
 def _record_profile(module, step: TrainingStep, path, graph, command, cost: ProfileCost, progress,
-                    most_iterations: Optional[int]) -> dict:
+                    most_iterations: Optional[int], extra_statics: Sequence[dict]) -> dict:
     inputs = step.inputs
     warm_up_start = time.perf_counter()
     step.warm_up(module, lambda: graph_forward(graph, inputs))
     cost.step_seconds = time.perf_counter() - warm_up_start
-    statics = _statics(module, graph, inputs, step.target, step.optimizer)
+    statics = _statics(module, graph, inputs, step.target, step.optimizer) + list(extra_statics)
 
     def measured_iteration():
         observed: Dict[int, List[dict]] = {}
@@ -426,7 +428,8 @@ def _graph_part(graph: EagerGraph, step: TrainingStep, command: str) -> dict:
 def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: Any = "mean",
                  target: Optional[torch.Tensor] = None, seed: int = 0, autocast: str = "",
                  profile_meta: Optional[dict] = None, optimizer: Optional[torch.optim.Optimizer] = None,
-                 graph: Optional[EagerGraph] = None, warm_up: bool = True) -> dict:
+                 graph: Optional[EagerGraph] = None, warm_up: bool = True,
+                 extra_statics: Sequence[dict] = ()) -> dict:
     """One training step of any module, measured as record_profile measures (warm-up, statics,
     the allocator's events): its peak bytes, loss, gradients and buffers afterwards (and the
     parameters the optimizer stepped, where one is given). The captured graph the module runs
@@ -436,21 +439,21 @@ def measure_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor], loss: 
     forward's instructions as nodes (instruction_nodes), the same timeline and peak, and that meta
     with the measured fields filled, for report.html's after side. With `warm_up=False` the step
     is measured at once, for a caller that warmed the module up itself (TrainingStep.warm_up) and
-    measures several steps from that one state. The module and the optimizer are left as they
-    were."""
+    measures several steps from that one state. `extra_statics` as record_profile's. The module
+    and the optimizer are left as they were."""
     step = TrainingStep(list(inputs), loss, target, seed, autocast, optimizer)
     if graph is None and isinstance(getattr(module, "graph", None), EagerGraph):
         graph = module.graph
     with training_state_kept(module, optimizer), collections_of_new_objects_only():
-        return _measure_step(module, step, profile_meta, graph, warm_up)
+        return _measure_step(module, step, profile_meta, graph, warm_up, extra_statics)
 
 
 def _measure_step(module, step: TrainingStep, profile_meta: Optional[dict], graph: Optional[EagerGraph],
-                  warm_up: bool) -> dict:
+                  warm_up: bool, extra_statics: Sequence[dict]) -> dict:
     inputs = step.inputs
     if warm_up:
         step.warm_up(module, lambda: module(*inputs))
-    statics = _statics(module, graph, inputs, step.target, step.optimizer)
+    statics = _statics(module, graph, inputs, step.target, step.optimizer) + list(extra_statics)
     ends: Dict[str, Any] = {}
 
     def run():
