@@ -237,20 +237,46 @@ def test_a_plan_made_for_another_model_is_refused(tmp_path):
     assert "profile this module" in str(raised.value) or "make the plan" in str(raised.value)
 
 
-def steps_with_and_without_the_plan(model, inputs, optimizer=None):
+def steps_with_and_without_the_plan(model, inputs, optimizer=None, autocast=""):
     """One measured step of the fitted model at `inputs`, and one of its own forward (bit for bit
     the same step); the plan stays installed."""
     from acprof.eager.recorder import measure_step
     from acprof.eager.verification import compare_steps
-    with_plan = measure_step(model, inputs, mean_loss, optimizer=optimizer)
+    with_plan = measure_step(model, inputs, mean_loss, optimizer=optimizer, autocast=autocast)
     installed = model.__dict__.pop("forward")
     try:
-        own = measure_step(model, inputs, mean_loss, optimizer=optimizer)
+        own = measure_step(model, inputs, mean_loss, optimizer=optimizer, autocast=autocast)
     finally:
         model.forward = installed
     verdict = compare_steps(own, with_plan, "", None)
     assert not verdict["differences"], verdict["differences"]
     return with_plan, own
+
+
+def test_a_plan_profiled_under_autocast_runs_at_a_smaller_batch_under_the_callers_autocast_only():
+    """A profile taken under autocast (`acprof profile --module --autocast`) has the casts autocast
+    made as nodes, which the plan's segments name. At a new shape the installed forward records
+    under the caller's own autocast: called under the profile's, the plan runs there, bit for bit the
+    model's own step and within the budget (no warning); called without autocast, the recording has
+    no casts, so the plan does not apply and the call is the model's own float32 step, bit for bit,
+    with its one-line warning, never the profile's casts imposed on it."""
+    from acprof import engine
+    from acprof.eager.recorder import record_profile
+    model, inputs = net_and_inputs()
+    profile = record_profile(model, inputs, loss=mean_loss, autocast="bfloat16")
+    assert any("_to_copy" in node["kind"] for node in profile["nodes"]), "no cast recorded"
+    floor = engine.plan_outcome(profile, "1B")["smallest_peak_bytes"]
+    budget = (floor + profile["summary"]["peak_bytes"]) // 2
+    plan = engine.plan(profile, f"{budget}B")
+    assert plan["segments"]
+    acprof.apply(model, dict(plan, profile=profile), inputs)
+    smaller = (inputs[0][:5],)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with_plan, _ = steps_with_and_without_the_plan(model, smaller, autocast="bfloat16")
+    assert with_plan["peak_bytes"] <= budget
+    with pytest.warns(UserWarning, match="runs without the plan"):
+        steps_with_and_without_the_plan(model, (inputs[0][:6],))
 
 
 def test_gpt2_from_a_config_with_adamw_measures_its_prediction():
