@@ -19,6 +19,7 @@ model and the planner's time (bench/command_cost.py). What it cannot do raises o
 acprof.errors' types with one line.
 """
 
+import collections
 import inspect
 import json
 import os
@@ -267,6 +268,10 @@ def apply(model: torch.nn.Module, plan: Union[str, dict], example_inputs: Inputs
     return install(model, checkpointed, call)
 
 
+# How many other calls' recordings (install) an installed plan keeps.
+RECORDED_CALLS_KEPT = 16
+
+
 def install(model: torch.nn.Module, checkpointed: CheckpointedModule, fitted: Call):
     """Makes the model's own forward run the plan: an instance attribute `forward` (nn.Module's
     call finds it before the class's) with the class forward's signature (transformers' Trainer
@@ -274,7 +279,7 @@ def install(model: torch.nn.Module, checkpointed: CheckpointedModule, fitted: Ca
     with its attributes (a Hugging Face model's config and generate) and its state_dict keys.
     In training with grad, a call with tensor arguments, positional or by name, runs the plan: as
     fitted where it is fit's call, else on the forward recorded at that call, once per call's
-    signature, with the same segments, where that recording has the profiled graph's nodes (a short
+    signature (the RECORDED_CALLS_KEPT most recent), with the same segments, where that recording has the profiled graph's nodes (a short
     last batch, a shorter sequence, Trainer's extra `num_items_in_batch`). The budget is promised
     where the recorded ops are the fitted ones at no larger shapes; the first call elsewhere warns
     in one line. Any other call runs the class's own forward: in eval or under no_grad there is
@@ -282,7 +287,10 @@ def install(model: torch.nn.Module, checkpointed: CheckpointedModule, fitted: Ca
     profiled graph, the plan does not apply, and the first such call warns in one line that its
     memory is not the plan's. Returns the model."""
     own_forward = type(model).forward
-    plans = {fitted.signature: (checkpointed, True)}
+    # The plans recorded at other calls, the most recently used last, at most RECORDED_CALLS_KEPT:
+    # a loader of many sequence lengths records each length again once it fell out, instead of
+    # holding a graph per length for as long as the plan is installed. fit's own call is kept apart.
+    plans = collections.OrderedDict()
     warned = set()
 
     def warn(kind: str, message: str) -> None:
@@ -295,9 +303,15 @@ def install(model: torch.nn.Module, checkpointed: CheckpointedModule, fitted: Ca
         if model.training and torch.is_grad_enabled():
             called = Call.of(args, kwargs)
             if called.tensors:
-                if called.signature not in plans:
-                    plans[called.signature] = _plan_at(model, checkpointed, called)
-                plan, within = plans[called.signature]
+                if called.signature == fitted.signature:
+                    plan, within = checkpointed, True
+                else:
+                    if called.signature not in plans:
+                        plans[called.signature] = _plan_at(model, checkpointed, called)
+                        if len(plans) > RECORDED_CALLS_KEPT:
+                            plans.popitem(last=False)
+                    plans.move_to_end(called.signature)
+                    plan, within = plans[called.signature]
                 if plan is not None:
                     if not within:
                         warn("larger", f"this call ({called.text()}) is larger or runs other ops, and the budget is "
@@ -312,6 +326,7 @@ def install(model: torch.nn.Module, checkpointed: CheckpointedModule, fitted: Ca
         return own_forward(model, *args, **kwargs)
 
     forward.acprof_checkpointed = checkpointed
+    forward.acprof_recorded_calls = plans  # what it keeps of other calls (read by tests)
     forward.__signature__ = inspect.signature(own_forward.__get__(model))
     forward.__doc__, forward.__name__ = own_forward.__doc__, own_forward.__name__
     uninstall(model)

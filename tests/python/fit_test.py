@@ -279,6 +279,25 @@ def test_a_plan_profiled_under_autocast_runs_at_a_smaller_batch_under_the_caller
         steps_with_and_without_the_plan(model, (inputs[0][:6],))
 
 
+def test_an_installed_plan_keeps_a_bounded_number_of_recordings_and_records_a_dropped_call_again():
+    """Each call signature other than fit's is recorded once and kept, the most recent
+    RECORDED_CALLS_KEPT of them, so a loader of many sequence lengths does not hold a graph per
+    length; a length that fell out is recorded again and still runs the plan, bit for bit."""
+    kept = sys.modules["acprof.fit"].RECORDED_CALLS_KEPT
+    model, inputs = net_and_inputs()
+    _, budget = halfway(model, inputs)
+    acprof.fit(model, inputs, budget=budget, loss_fn=mean_loss)
+    lengths = list(range(30 - kept, 31))  # kept + 1 sequence lengths below fit's 32: the first falls out
+    for length in lengths:
+        mean_loss(model(inputs[0][:, :length])).backward()
+    recorded = model.forward.acprof_recorded_calls
+    assert len(recorded) == kept
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with_plan, _ = steps_with_and_without_the_plan(model, (inputs[0][:, :lengths[0]],))
+    assert len(recorded) == kept and with_plan["peak_bytes"] <= budget
+
+
 def test_gpt2_from_a_config_with_adamw_measures_its_prediction():
     transformers = pytest.importorskip("transformers")
     transformers.logging.set_verbosity_error()
