@@ -177,6 +177,7 @@ def _unwrapped(model) -> tuple:
         data_parallel.check_supported(ddp)
         model = ddp.module
     _trainable(model)
+    data_parallel.refuse_sharded(model)
     return ddp, model
 
 
@@ -258,6 +259,7 @@ def apply(model: torch.nn.Module, plan: Union[str, dict], example_inputs: Inputs
                        "FitResult.save or `acprof plan` wrote")
     if data_parallel.wrapper_of(model) is not None:
         model = model.module  # the plan runs in the module DDP wraps, as fit installs it
+    data_parallel.refuse_sharded(model)
     call = _call(example_inputs)
     uninstall(model)
     with torch_logs_quiet(), positional(model, call):

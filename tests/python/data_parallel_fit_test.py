@@ -112,7 +112,15 @@ def rank_refusals(rank, world, rendezvous, name, out):
     trained = DDP(copy.deepcopy(model), broadcast_buffers=False)
     for _ in range(2):  # DDP rebuilds its buckets at the second forward
         loss_fn(trained(ids)).backward()
-    for case, ddp in (("buffers broadcast", DDP(copy.deepcopy(model))),
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    sharded = copy.deepcopy(model)
+    mesh = init_device_mesh("cpu", (world,))
+    for block in sharded.blocks:
+        fully_shard(block, mesh=mesh)
+    fully_shard(sharded, mesh=mesh)
+    for case, ddp in (("sharded by FSDP2", sharded),
+                      ("buffers broadcast", DDP(copy.deepcopy(model))),
                       ("gradient as bucket view", DDP(copy.deepcopy(model), broadcast_buffers=False,
                                                       gradient_as_bucket_view=True)),
                       ("trained already", trained)):
@@ -136,6 +144,7 @@ def test_what_ddp_does_that_acprof_does_not_measure_is_refused_in_one_line():
     for rank, refused in enumerate(run_ranks("gpt_decoder", 2, rank_refusals)):
         for case, message in refused.items():
             assert message is not None and "\n" not in message, f"rank {rank}: {case} was fitted"
+        assert "is sharded by FSDP" in refused["sharded by FSDP2"]
         assert "broadcast_buffers=False" in refused["buffers broadcast"]
         assert "gradient_as_bucket_view=False" in refused["gradient as bucket view"]
         assert "before the first step under DDP" in refused["trained already"]

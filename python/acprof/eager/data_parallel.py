@@ -35,6 +35,22 @@ def wrapper_of(model: Any) -> Optional[torch.nn.parallel.DistributedDataParallel
     return model if isinstance(model, torch.nn.parallel.DistributedDataParallel) else None
 
 
+def refuse_sharded(model: torch.nn.Module) -> None:
+    """Raises BadInput where the model, or a module in it, is sharded by FSDP (fully_shard, or the
+    FullyShardedDataParallel wrapper): FSDP gathers and frees the parameters in custom autograd
+    functions and hooks around each unit, which the recorded ops cannot carry, so without this the
+    refusal named a custom Function in the user's own block."""
+    if not torch.distributed.is_available():
+        return
+    from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
+    sharded = next((name or "its root" for name, m in model.named_modules()
+                    if isinstance(m, (FSDPModule, FullyShardedDataParallel))), None)
+    if sharded is not None:
+        raise BadInput(f"{type(model).__name__} is sharded by FSDP ({sharded}), which acprof does not fit yet: "
+                       "FSDP gathers and frees parameters in autograd functions of its own; fit the model "
+                       "under DistributedDataParallel, or unsharded on one device")
+
+
 def check_supported(ddp: torch.nn.parallel.DistributedDataParallel) -> None:
     """Raises BadInput, naming the setting, where the DDP module's memory is not the one measured."""
     for setting in ("gradient_as_bucket_view", "find_unused_parameters", "static_graph"):
