@@ -23,7 +23,7 @@ from typing import Any, Callable, List, Optional
 import torch
 
 from ..errors import AcprofError, BadInput
-from . import event_stream
+from . import recorder
 
 # The bucket statics measured for each DDP module: they stay its buckets once rebuilt, and a later
 # fit (another budget) of the same module cannot see them made again.
@@ -80,14 +80,14 @@ def settled_buckets(ddp: torch.nn.parallel.DistributedDataParallel, step: Callab
     if ddp in _settled:
         return _settled[ddp]
     step()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-        rebuilt = ddp.reducer._rebuild_buckets()
-    if not rebuilt:
+    rebuilt = []
+    record = recorder.what_the_profiler_saw(lambda: rebuilt.append(ddp.reducer._rebuild_buckets()))
+    if not rebuilt[0]:
         raise BadInput("the DistributedDataParallel module has trained already, so DDP rebuilt its gradient "
                        "buckets where acprof could not measure them; call acprof.fit before the first step "
                        "under DDP")
     kept = {}
-    for event in event_stream.record_from_profiler(prof).events:
+    for event in record.events:
         if event["delta_bytes"] > 0:
             kept[event["ptr"]] = event["delta_bytes"]
         else:

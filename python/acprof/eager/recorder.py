@@ -186,7 +186,8 @@ def _clear_gradients(module: torch.nn.Module) -> None:
         p.grad = None
 
 
-def _profiled(step_fn) -> event_stream.ProfiledStep:
+def what_the_profiler_saw(step_fn) -> event_stream.ProfiledStep:
+    """What the profiler saw of `step_fn()` (its allocations, steps and marks), as the stream reads it."""
     # Kineto, which torch.profiler runs on, prints "profiler_start"/"profiler_stop" lines on every
     # profile and, in a CUDA build on a machine without a GPU, "ERROR ... gpuGetDeviceCount failed":
     # noise between acprof's own lines that reads like a failure. It reads its level when it first
@@ -330,7 +331,7 @@ def _record_profile(module, step: TrainingStep, path, graph, command, cost: Prof
             return output, loss
 
         start = time.perf_counter()
-        profiled = _profiled(run)
+        profiled = what_the_profiler_saw(run)
         gc.collect()
         _clear_gradients(module)
         return profiled, observed, marks, ends, (time.perf_counter() - start) * 1e6
@@ -463,7 +464,7 @@ def _measure_step(module, step: TrainingStep, profile_meta: Optional[dict], grap
 
     marking = module.marking_instructions() if profile_meta is not None else contextlib.nullcontext()
     with marking:
-        profiled = _profiled(run)
+        profiled = what_the_profiler_saw(run)
     # The step's own profile: its instructions as nodes where it was marked, else none; the
     # engine replays the statics and every event as it does for a profile.
     meta = dict(profile_meta if profile_meta is not None else _meta(module, step, ""),
