@@ -135,6 +135,8 @@ def rank_refusals(rank, world, rendezvous, name, out):
 
 
 def run_ranks(name, world, main=rank_main):
+    # Gloo connects the ranks over TCP; keep it on the loopback interface (examples/train_ddp.py too).
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     with tempfile.TemporaryDirectory() as work:
         mp.spawn(main, args=(world, os.path.join(work, "rendezvous"), name, work), nprocs=world)
         return [json.load(open(os.path.join(work, f"rank{r}.json"))) for r in range(world)]
