@@ -2,14 +2,13 @@
 
 A trace bakes in every size that the model's Python code turns into a plain number. For
 the GPU set (ResNet-50 at batch 64, GPT-2 at batch 8 x 1024 tokens) a trace at the real
-shapes is a full forward on the CPU: on the shared 2-core build machine, 73 s for ResNet-50
-and over 5 minutes for GPT-2 (stopped there). So these models are traced at batch 1 and at batch 2 (the other dimensions at their real
+shapes is a full forward on the CPU, minutes on a 2-core build machine. So these models are
+traced at batch 1 and at batch 2 (the other dimensions at their real
 sizes), and the batch-1 trace is kept only if both saved graphs are the same text: any
 batch size baked into the graph would differ between them. If they differ, the export
 fails and says so rather than writing a model that only runs at batch 1.
-The check costs 3/8 of a GPT-2 forward at batch 8; the whole GPU set exports in 32 s on
-the GPU machine's 16 cores, and in about 15 minutes on the loaded 2-core build machine, so
-export it where it will run. Graphs at batch 1 and 2 cannot reveal a Python branch on the
+The check costs two small traces, a fraction of one forward at the real batch; export the
+GPU set on the machine it runs on, whose cores make that fast. Graphs at batch 1 and 2 cannot reveal a Python branch on the
 batch size taken only above 2; the models in this folder have none.
 """
 

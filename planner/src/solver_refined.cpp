@@ -247,9 +247,8 @@ SolverResult refineFrom(const Simulator& simulator, int64_t budget_bytes, const 
 // starts are refined, sharing the window search's allowance; the better plan
 // wins. The search from Chen's segments does not need mu-two's plan, so it
 // runs on a second thread while the greedy and the search from its plan run
-// on this one (generated 10k nodes at the floor: 1.6-1.8 s -> 0.96-1.01 s,
-// at 70 % 0.13-0.19 -> 0.09-0.10 s; 1k nodes at the floor 1.1 -> 0.55-0.71 s,
-// side by side on 2 cores; same plans). Each search is deterministic and the
+// on this one, which about halves the floor search's wall time on 2 cores with
+// the same plans (CHANGELOG). Each search is deterministic and the
 // two are compared in a fixed order, so the plan does not depend on which
 // finishes first.
 SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes) {

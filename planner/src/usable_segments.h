@@ -6,11 +6,9 @@
 //
 // The answer depends on the range alone and is kept: the window search asks it
 // of the same ranges in every overlapping window, every pass and every repair
-// of one solve, and judging was most of its work on a large real graph (GPT-2
-// 124M profiled on an H100, 1218 nodes: its floor search took 24.5 s judging
-// each time it asked; 2.7 s judging once, with the whole boundary of each
-// range and an explanation string for each refused one; 0.32 s now). Not
-// thread-safe: one per thread.
+// of one solve, and judging each time it asked was most of the floor search's
+// work on a large real graph (GPT-2 124M profiled on an H100, 1218 nodes:
+// docs/gpu.md, CHANGELOG). Not thread-safe: one per thread.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The memory/time frontier of 'acprof plan --sweep' as a static SVG: predicted
-// peak against predicted extra time, mu-two's plans joined from no recompute
-// to its floor, the fixed strategies (chen, per-block) as separate marks, and
+// peak against predicted extra time, the solver's plans joined from no
+// recompute to its floor (planner/src/frontier.cpp), the fixed strategies (chen, per-block) as separate marks, and
 // the plan chosen for the budget, if any, ringed.
 #include <algorithm>
 #include <string>

@@ -5,7 +5,7 @@ assumes (planner/src/memory_rules.h) is the memory an eager step uses.
 Forward runs the segment below autograd (torch._C._AutoDispatchBelowAutograd), so nothing inside
 records history or is kept, on detached inputs that keep their requires_grad, because kernels choose
 their arithmetic by it (ATen's matmul folds a transposed input into one mm only when the weight
-requires grad), as the C++ operator does since 28d2abc; it keeps only the inputs
+requires grad), as the C++ operator does; it keeps only the inputs
 (a snapshot in place of each input the segment writes in place, taken before forward), the CPU
 generator state and the autocast state. Backward puts the generator state back (keeping a copy of
 the current one while it runs), re-runs the segment with grad enabled on detached inputs (the
