@@ -33,7 +33,7 @@ from . import engine
 from .errors import AcprofError, BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
 from .eager import data_parallel
 from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
-from .eager.call import Call, positional
+from .eager.call import Call, positional, tensors_text
 from .eager.recorder import (ProfileCost, TrainingStep, collections_of_new_objects_only, compute_loss,
                              measure_step, record_profile)
 from .eager.training_state import training_state_kept
@@ -186,6 +186,7 @@ def _settled_buckets(ddp, model, inputs, loss_fn, optimizer, seed) -> list:
     without DDP. Called inside positional(model, ...)."""
     if ddp is None:
         return []
+    data_parallel.check_same_shapes(ddp, tensors_text(inputs))
 
     def one_step_under_ddp():
         with training_state_kept(model, optimizer), torch_logs_quiet():

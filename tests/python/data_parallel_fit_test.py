@@ -119,6 +119,13 @@ def rank_refusals(rank, world, rendezvous, name, out):
     for block in sharded.blocks:
         fully_shard(block, mesh=mesh)
     fully_shard(sharded, mesh=mesh)
+    longer = batch(torch.Generator().manual_seed(rank))[:, : 64 - 16 * rank]  # rank 1 at 48 tokens
+    try:
+        acprof.fit(DDP(copy.deepcopy(model), broadcast_buffers=False), (longer,),
+                   budget="90%", loss_fn=lambda logits: logits.float().mean())
+        refused["other shapes on another rank"] = None
+    except acprof.BadInput as e:
+        refused["other shapes on another rank"] = str(e)
     for case, ddp in (("sharded by FSDP2", sharded),
                       ("buffers broadcast", DDP(copy.deepcopy(model))),
                       ("gradient as bucket view", DDP(copy.deepcopy(model), broadcast_buffers=False,
@@ -147,6 +154,7 @@ def test_what_ddp_does_that_acprof_does_not_measure_is_refused_in_one_line():
         for case, message in refused.items():
             assert message is not None and "\n" not in message, f"rank {rank}: {case} was fitted"
         assert "is sharded by FSDP" in refused["sharded by FSDP2"]
+        assert "rank 1: int64[4, 48]" in refused["other shapes on another rank"]
         assert "broadcast_buffers=False" in refused["buffers broadcast"]
         assert "gradient_as_bucket_view=False" in refused["gradient as bucket view"]
         assert "before the first step under DDP" in refused["trained already"]

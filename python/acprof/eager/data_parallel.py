@@ -72,6 +72,18 @@ def check_supported(ddp: torch.nn.parallel.DistributedDataParallel) -> None:
                        "device without DDP")
 
 
+def check_same_shapes(ddp: torch.nn.parallel.DistributedDataParallel, shapes_text: str) -> None:
+    """Raises BadInput on every rank where the ranks' example inputs differ in shape: the first
+    rank's plan runs on all of them, and its prediction is every rank's only where their steps have
+    the same shapes (then their bytes are the same, measured on 2 and 4 ranks)."""
+    every = [None] * torch.distributed.get_world_size(ddp.process_group)
+    torch.distributed.all_gather_object(every, shapes_text, group=ddp.process_group)
+    if len(set(every)) > 1:
+        ranks = "; ".join(f"rank {r}: {text}" for r, text in enumerate(every))
+        raise BadInput(f"the ranks' example inputs differ in shape ({ranks}); fit every rank at the same shapes, "
+                       "the largest batch each trains at")
+
+
 def settled_buckets(ddp: torch.nn.parallel.DistributedDataParallel, step: Callable[[], None]) -> List[dict]:
     """The statics of DDP's gradient buckets as every later step holds them. The first call for a
     module runs `step` (one training step through `ddp`, on every rank, which leaves the model as it
