@@ -183,17 +183,15 @@ def _unwrapped(model) -> tuple:
 
 def _settled_buckets(ddp, model, inputs, loss_fn, optimizer, seed) -> list:
     """DDP's gradient buckets as the model's steps under it hold them (data_parallel.py), none
-    without DDP. Called inside positional(model, ...)."""
+    without DDP, once every rank is checked to fit at the same shapes. Called inside
+    positional(model, ...)."""
     if ddp is None:
         return []
     data_parallel.check_same_shapes(ddp, tensors_text(inputs))
 
-    def one_step_under_ddp():
+    def one_step_under_ddp():  # the step a warm-up runs, through DDP, the model left as it was
         with training_state_kept(model, optimizer), torch_logs_quiet():
-            step = TrainingStep(list(inputs), _loss(loss_fn), None, seed, "", optimizer)
-            step.run(model, lambda: ddp(*inputs))
-            for p in model.parameters():
-                p.grad = None
+            TrainingStep(list(inputs), _loss(loss_fn), None, seed, "", optimizer).warm_up(model, lambda: ddp(*inputs))
 
     return data_parallel.settled_buckets(ddp, one_step_under_ddp)
 
@@ -483,9 +481,12 @@ def _verify(result: FitResult, before: dict, graph, call: Call, loss, optimizer,
                              extra_statics=buckets)
     verdict = compare_steps(before, after, "", None)
     under_ddp = stepper is not model
-    # Under DDP every rank takes the same path from here (the diagnosis runs steps through DDP):
-    # a difference on one rank is one on all.
-    if data_parallel.any_rank(stepper, bool(verdict["differences"])) if under_ddp else verdict["differences"]:
+    differs = bool(verdict["differences"])
+    if under_ddp:
+        # Every rank takes the same path from here (the diagnosis runs steps through DDP): a
+        # difference on one rank is one on all.
+        differs = data_parallel.any_rank(stepper, differs)
+    if differs:
         shown = "; ".join(verdict["differences"][:2]) or "on another rank"
         # Without DDP: the recorded ops with nothing checkpointed, against the model. A step of them
         # outside DDP all-reduces nothing, so under DDP only the model's own reproducibility is asked.

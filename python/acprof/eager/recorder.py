@@ -342,7 +342,9 @@ def _record_profile(module, step: TrainingStep, path, graph, command, cost: Prof
     # does not move the op times a plan's extra time is weighed by.
     # At most as many as `acprof profile --iters` defaults to; fewer where two agree or the
     # profile's budget of steps is spent.
-    most = min(most_iterations or engine.default_measured_iterations(), engine.default_measured_iterations())
+    most = engine.default_measured_iterations()
+    if most_iterations:
+        most = min(most, most_iterations)
     progress("measured iteration 1")
     profiled, observed, marks, ends, first_us = measured_iteration()
     iteration_us, later_step_time_us = [first_us], []
