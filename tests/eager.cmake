@@ -146,11 +146,10 @@ set_tests_properties(buffer_read_twice_and_written_in_a_segment_bit_for_bit_at_p
 # of the generator's: at the floor plus 2 % the plan took the segment from the first linear to
 # the add after the gather, whose backward hands the gradient the checkpoint received on to the
 # relu's output unchanged; the gather's gradient, added to it in place in the original, is a new
-# sum under the checkpoint (memory rule "a gradient passed on inside the segment",
-# planner/src/memory_rules.h). Before that rule it measured 641.65 KiB against 623.48 KiB predicted.
-add_test(NAME integer_paths_bit_for_bit_at_predicted_peak
+# sum under the checkpoint ([passed-on-gradient], docs/memory-model.md). Before that rule it measured 641.65 KiB against 623.48 KiB predicted.
+add_test(NAME passed_on_gradient_integer_paths_bit_for_bit_at_predicted_peak
          COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/adversarial_models_check.py
                  --acprof $<TARGET_FILE:acprof> --work ${CMAKE_BINARY_DIR}/eager-test/integer-paths --seed 0 --only 0
                  --model "TensorOutput(IntegerPaths)")
-set_tests_properties(integer_paths_bit_for_bit_at_predicted_peak PROPERTIES TIMEOUT 300
+set_tests_properties(passed_on_gradient_integer_paths_bit_for_bit_at_predicted_peak PROPERTIES TIMEOUT 300
                      ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")

@@ -111,3 +111,8 @@ add_test(NAME readme_fits_two_hundred_lines
 # only those (tests/architecture_layout_check.py; needs git, and the source tree a git checkout).
 add_test(NAME architecture_layout_matches_git_ls_files
          COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/architecture_layout_check.py --root ${CMAKE_SOURCE_DIR})
+
+# Issue 64: every named memory rule of docs/memory-model.md is cited where the engine applies it
+# and held by a test whose name contains it, and nothing cites a rule the page does not state.
+add_test(NAME memory_rules_are_cited_by_code_and_tests
+         COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/memory_rules_cited_check.py --root ${CMAKE_SOURCE_DIR})

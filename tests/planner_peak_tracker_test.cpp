@@ -75,7 +75,7 @@ TEST(PlannerPeakTracker, StartsAtTheSimulatorsNoRecomputeTimeline) {
 TEST(PlannerPeakTracker, SamePeakAsTheSimulatorAfterAnySequenceOfSegmentChanges) {
   int decisions_with_segments = 0, peaks_that_moved = 0, peaks_the_saves_moved = 0, undone_trials = 0;
   // Seeds 6 to 8 also name what autograd saved, so a segment output read
-  // after it dies at that read (memory_rules.h), which depends on the segments
+  // after it dies at that read ([output-saved-only-inside]), which depends on the segments
   // around it.
   for (uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u}) {
     const Profile p = residualNetworkProfile(8, seed, /*record_saves=*/seed > 5);

@@ -1,5 +1,5 @@
-// The simulator against timelines computed by hand from the rules in
-// planner/src/memory_rules.h. Byte counts are small round numbers so that each
+// The simulator against timelines computed by hand from the rules of
+// docs/memory-model.md; each test's name begins with the rule it holds. Byte counts are small round numbers so that each
 // expected value can be checked in the comment above it.
 #include "acprof/simulator.h"
 
@@ -28,7 +28,7 @@ void expectGapOnly(const std::vector<int64_t>& with, const std::vector<int64_t>&
     EXPECT_EQ(with[e] - without[e], e >= first && e <= last ? gap : 0) << "after event " << e;
 }
 
-TEST(PlannerSimulator, EmptyDecisionReproducesLiveBytesAndStepPeaksExactly) {
+TEST(PlannerSimulator, LeafTimelineOfTheEmptyDecisionReproducesLiveBytesAndStepPeaksExactly) {
   const Profile p = chainProfile(4, 100, kUnitTimes);
   const Simulator simulator(p);
   EXPECT_EQ(simulator.liveBytesPerEvent({}), liveBytesPerEvent(p));
@@ -60,7 +60,7 @@ TEST(PlannerSimulator, EmptyDecisionReproducesLiveBytesAndStepPeaksExactly) {
 // g1, the gradient the segment received, is held by its backward until it
 // returns (after step 8) instead of going at event 10:
 //   events 9..13: +g0 1400, (g1 held) 1400, (a1's old free) 1400, -g0 1300, -a0 1200
-TEST(PlannerSimulator, ChainSegmentOverFirstTwoNodesLowersPeakByOneActivation) {
+TEST(PlannerSimulator, InternalActivationChainSegmentOverFirstTwoNodesLowersPeakByOneActivation) {
   const Profile p = chainProfile(4, 100, {3, 5, 7, 11});
   const Simulator simulator(p);
   EXPECT_EQ(simulator.liveBytesPerEvent({{0, 1}}),
@@ -88,7 +88,7 @@ TEST(PlannerSimulator, ChainSegmentOverFirstTwoNodesLowersPeakByOneActivation) {
 // A number or bool that a segment reads from outside enters its checkpoint as
 // a 0-dim tensor (InputForm): the checkpoint keeps 8 or 1 bytes more, over
 // the same events, than for no such input.
-TEST(PlannerSimulator, ANumberOrBoolThatEntersASegmentIsKeptAsTheTensorItBecomes) {
+TEST(PlannerSimulator, KeptStateANumberOrBoolThatEntersASegmentIsKeptAsTheTensorItBecomes) {
   const auto withInput = [](std::optional<InputForm> form) {
     Profile p = chainProfile(4, 100, kUnitTimes);
     if (!form) return p;
@@ -174,7 +174,7 @@ TEST(PlannerSimulator, SegmentOverTheWholeChainRaisesThePeak) {
 // recompute: +scores 200, +work 300 -> 1800 (its peak), -work, +p 200 -> 1700;
 // e8 +g_s 200 = 1900. The segment's backward holds g_p (e9) and p's copy (e10)
 // until it returns, so e11 +g_q = 2000 in step 7: the segment raises the peak.
-TEST(PlannerSimulator, RecomputeReplaysTemporariesOfTheSegment) {
+TEST(PlannerSimulator, RecomputeBlockReplaysEachTemporaryOfTheSegment) {
   ProfileBuilder b;
   b.addStatic(1000, Category::Weight);
   b.node("aten::linear", {"x"}, {"q"});
@@ -240,7 +240,7 @@ TEST(PlannerSimulator, RecomputeReplaysTemporariesOfTheSegment) {
 //   e0..e5: 1100 1200 1300 | -h 1300 1400 1300 | before e6: -y 1200, +h +y 1400 |
 //   e6 +gh 1500, e7 (y's old free) 1500, e8 +gx 1600, e9 -gh 1500, e10 -h 1400,
 //   before e11: y's copy goes (end of the segment) -> e11 -gx 1200, e12 -gy 1100, e13 -x0 1000.
-TEST(PlannerSimulator, ResidualSegmentKeepsSkipInputAndCopiesItsOutput) {
+TEST(PlannerSimulator, SegmentOutputOfAResidualSegmentIsCopiedWhileInputsHeldToEndKeepItsSkipInput) {
   ProfileBuilder b;
   b.addStatic(1000, Category::Weight);
   b.node("aten::relu", {"in"}, {"x0"});
@@ -324,7 +324,7 @@ Profile reluCatProfile(bool record_saves, bool cat_saves_too) {
   return b.finish();
 }
 
-TEST(PlannerSimulator, SegmentOutputSavedOnlyInsideDiesAfterItsLastReadOutside) {
+TEST(PlannerSimulator, OutputSavedOnlyInsideDiesAfterItsLastReadOutside) {
   const std::vector<int64_t> held = Simulator(reluCatProfile(false, false)).liveBytesPerEvent({{1, 1}});
   // Held to the recompute (before event 9) by the older rule; gone after the
   // cat's step (event 2) once the saves say only the relu held it.
@@ -370,7 +370,7 @@ Profile cachedCastProfile(int64_t cast_bytes) {
 // the copy is in the recompute's rise and gone before the segment's backward.
 // Held until the checkpoint's backward returned, as the simulator once assumed,
 // a cast that addmm also saved outlived its release by 32 KiB in a GPT-2 floor plan.
-TEST(PlannerSimulator, ACastAutocastsCacheHeldToTheLossLivesOnlyInTheRecompute) {
+TEST(PlannerSimulator, HeldCopyACastAutocastsCacheHeldToTheLossLivesOnlyInTheRecompute) {
   const Profile larger_cast = cachedCastProfile(50);
   const Profile smaller_cast = cachedCastProfile(10);
   const Simulator larger(larger_cast);
@@ -428,7 +428,7 @@ Profile auxiliaryHeadProfile(bool record_saves, bool head_saves_x0 = false) {
   return b.finish();
 }
 
-TEST(PlannerSimulator, ASaveNoGradientReachesIsDroppedByItsCheckpoint) {
+TEST(PlannerSimulator, UnreachedSaveIsDroppedByItsCheckpoint) {
   const Profile unknown = auxiliaryHeadProfile(false);
   const Profile known = auxiliaryHeadProfile(true);
   const std::vector<int64_t> held = Simulator(unknown).liveBytesPerEvent({{0, 2}});
@@ -441,7 +441,7 @@ TEST(PlannerSimulator, ASaveNoGradientReachesIsDroppedByItsCheckpoint) {
   EXPECT_TRUE(Simulator(unknown).describeSegment({0, 2}).dropped_tensors.empty());
 }
 
-TEST(PlannerSimulator, AnOutputKeptOnlyByASaveNoGradientReachesDiesAfterItsLastRead) {
+TEST(PlannerSimulator, OutputSavedOnlyInsideByASaveNoGradientReachesDiesAfterItsLastRead) {
   const std::vector<int64_t> held = Simulator(auxiliaryHeadProfile(false, true)).liveBytesPerEvent({{0, 2}});
   const std::vector<int64_t> released = Simulator(auxiliaryHeadProfile(true, true)).liveBytesPerEvent({{0, 2}});
   ASSERT_EQ(held.size(), released.size());
@@ -505,7 +505,7 @@ Profile twoUsesProfile(bool second_use, bool view_gradient = false) {
   return b.finish();
 }
 
-TEST(PlannerSimulator, EachLaterUseOfAnOutsideTensorHoldsItsGradientUntilTheCheckpointReturns) {
+TEST(PlannerSimulator, HeldUseGradientOfEachLaterUseOfAnOutsideTensorLastsUntilTheReturnHandOver) {
   // Node 2's gradient of x, made and added at once in events 7-8 of both, is
   // held from the end of node 2's backward through node 1's (events 12-14).
   expectGapOnly(Simulator(twoUsesProfile(true)).liveBytesPerEvent({{1, 3}}),
@@ -514,7 +514,7 @@ TEST(PlannerSimulator, EachLaterUseOfAnOutsideTensorHoldsItsGradientUntilTheChec
   EXPECT_EQ(Simulator(twoUsesProfile(true)).liveBytesPerEvent({}), Simulator(twoUsesProfile(false)).liveBytesPerEvent({}));
 }
 
-TEST(PlannerSimulator, ALaterUseWhoseGradientIsAViewHoldsTheGradientItReceived) {
+TEST(PlannerSimulator, ViewHoldingUseOfALaterUseKeepsTheReceivedGradientsHeld) {
   // gb (10 B), freed by node 2's backward at event 8, is held through node 1's backward (events 8-12).
   expectGapOnly(Simulator(twoUsesProfile(true, true)).liveBytesPerEvent({{1, 3}}),
                 Simulator(twoUsesProfile(false, true)).liveBytesPerEvent({{1, 3}}), 8, 12, 10);
@@ -597,7 +597,7 @@ Profile catOfAnOutsideAndAnInsideValueProfile(bool c_slice_reported) {
   return b.finish();
 }
 
-TEST(PlannerSimulator, AViewOfAGradientThatAnotherNodeOfTheSegmentFreesIsHeldUntilTheCheckpointReturns) {
+TEST(PlannerSimulator, ViewHoldingUseAViewOfAGradientThatAnotherNodeOfTheSegmentFreesIsHeldUntilTheCheckpointReturns) {
   // gy (20 B), freed by node 2's backward at event 14, is held through node 1's backward (events 14-16).
   expectGapOnly(Simulator(catOfAnOutsideAndAnInsideValueProfile(true)).liveBytesPerEvent({{1, 4}}),
                 Simulator(catOfAnOutsideAndAnInsideValueProfile(false)).liveBytesPerEvent({{1, 4}}), 14, 16, 20);
@@ -653,7 +653,7 @@ Profile catReadInsideAndAfterProfile(bool c_slice_reported) {
   return b.finish();
 }
 
-TEST(PlannerSimulator, TheSumThatStandsForAViewHeldOutputGradientIsHeldUntilTheCheckpointReturns) {
+TEST(PlannerSimulator, OutputReadInsideAndAfterTheSumThatStandsForAViewHeldOutputGradientIsHeldUntilTheCheckpointReturns) {
   // The new y-sized sum lives from tanh's backward to gy's free (event 20) in
   // both; with c's slice of it held, on through node 1's backward (events 20-22).
   expectGapOnly(Simulator(catReadInsideAndAfterProfile(true)).liveBytesPerEvent({{1, 4}}),
@@ -729,7 +729,7 @@ Profile sharedWeightProfile(bool shared, bool frozen_of_same_size = false) {
   return b.finish();
 }
 
-TEST(PlannerSimulator, AUseOfASharedWeightAddedToItsRunningSumIsHeldByTheCheckpoint) {
+TEST(PlannerSimulator, SharedWeightUseAddedToItsRunningSumIsHeldByTheCheckpoint) {
   // From the end of node 1's backward (event 13) through node 0's (events 14-15).
   const std::vector<int64_t> shared = Simulator(sharedWeightProfile(true)).liveBytesPerEvent({{0, 2}});
   expectGapOnly(shared, Simulator(sharedWeightProfile(false)).liveBytesPerEvent({{0, 2}}), 14, shared.size() - 1, 100);
@@ -737,7 +737,7 @@ TEST(PlannerSimulator, AUseOfASharedWeightAddedToItsRunningSumIsHeldByTheCheckpo
 
 // Which weight a value is comes from the storage the run saw it on, not from
 // sizes: beside a frozen weight of the same size, w1 is still W.
-TEST(PlannerSimulator, AUseOfASharedWeightIsKnownByItsStorageBesideAnotherWeightOfItsSize) {
+TEST(PlannerSimulator, SharedWeightUseIsKnownByItsStorageBesideAnotherWeightOfItsSize) {
   const std::vector<int64_t> shared = Simulator(sharedWeightProfile(true, true)).liveBytesPerEvent({{0, 2}});
   expectGapOnly(shared, Simulator(sharedWeightProfile(false, true)).liveBytesPerEvent({{0, 2}}), 14, shared.size() - 1,
                 100);
@@ -806,7 +806,7 @@ Profile waitingSumsProfile(bool new_sums) {
   return b.finish();
 }
 
-TEST(PlannerSimulator, AReturnAddingToWaitingSumsHoldsThemWithTheReturnedGradientsAndOneNewSum) {
+TEST(PlannerSimulator, ReturnSumsAddingToWaitingSumsHoldThemWithTheReturnedGradientsAndOneNewSum) {
   constexpr int kNodeOneBackwardStep = 7;  // forward 0-3, loss 4, node 3's backward 5, node 2's 6
   const SimulationResult out_of_place = Simulator(waitingSumsProfile(true)).simulate({{1, 2}});
   EXPECT_EQ(out_of_place.peak_bytes, 11010);
@@ -877,7 +877,7 @@ Profile concatenatedOutsideTensorsProfile() {
   return b.finish();
 }
 
-TEST(PlannerSimulator, SlicesOfAGradientHandedToOutsideTensorsHoldItAndTheirSumsWaitForTheReturn) {
+TEST(PlannerSimulator, SumWaitsSlicesOfAGradientHandedToOutsideTensorsHoldItAndTheirSumsWaitForTheReturn) {
   const Profile profile = concatenatedOutsideTensorsProfile();
   const Simulator simulator(profile);
   const std::vector<int64_t> live = simulator.liveBytesPerEvent({{1, 2}});
@@ -975,7 +975,7 @@ Profile unpackedCellStateProfile(bool through_unpack) {
   return p;
 }
 
-TEST(PlannerSimulator, AnOutputReadInsideThroughTheValueATupleUnpackMadeOfItHoldsTheSecondGradient) {
+TEST(PlannerSimulator, OutputReadInsideAndAfterThroughTheValueATupleUnpackMadeOfItHoldsTheSecondGradient) {
   const std::vector<int64_t> expected = {1100, 1300, 1700, 1710, 2110, 2310, 2510, 2310,
                                          2310, 2310, 2610, 2410, 2410, 1110, 1010};
   const Profile direct_profile = unpackedCellStateProfile(false);

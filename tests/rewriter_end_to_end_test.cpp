@@ -223,7 +223,7 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, RewriteEndToEnd,
                                            // On LibTorch 2.14, whose engine adds a gradient to a waiting
                                            // sum in place, each segment's first slice of the embedding
                                            // output and its biases' gradients are held until the
-                                           // checkpoint returns (memory_rules.h); uncounted, the rewrites
+                                           // checkpoint returns ([sum-waits]); uncounted, the rewrites
                                            // measured 32 to 66 KiB over their prediction. Its bias_ih
                                            // (512 floats) is the size of x[:, t]'s gradient (16 x 32),
                                            // which the in-place test once took for a new sum.

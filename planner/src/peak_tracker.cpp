@@ -199,9 +199,9 @@ void PeakTracker::moveIntervals(int tensor, const std::array<LeafInterval, 2>& n
 void PeakTracker::applyBlock(const SegmentTiming& timing, const RecomputeBlock& block, int sign) {
   if (block.has_events) addToTree(block.leaf, block.leaf + 1, sign * block.rise_bytes);
   addToTree(block.kept_state.begin_leaf, block.kept_state.end_leaf, sign * block.kept_state.bytes);
-  for (const LeafInterval& held : timing.held_use_gradients)
+  for (const LeafInterval& held : timing.gradients.held_use_gradients)
     addToTree(held.begin_leaf, held.end_leaf, sign * held.bytes);
-  addToTree(timing.return_sums.begin_leaf, timing.return_sums.end_leaf, sign * timing.return_sums.bytes);
+  addToTree(timing.gradients.return_sums.begin_leaf, timing.gradients.return_sums.end_leaf, sign * timing.gradients.return_sums.bytes);
 }
 
 void PeakTracker::replace(const std::vector<NodeRange>& removed, const std::vector<NodeRange>& added) {

@@ -1,6 +1,6 @@
 // The peak under a decision that changes one segment at a time: what the
 // greedy solvers ask after every trial. A max segment tree over the leaves of
-// memory_rules.h holds live bytes; changing a segment re-applies only the
+// [leaf-timeline] (leaf_timeline.h) holds live bytes; changing a segment re-applies only the
 // intervals of the tensors it produces or reads and its recompute block, so a
 // trial costs O(segment size * log leaves) instead of a full replay.
 #pragma once

@@ -95,7 +95,7 @@ ProfileIndex::ProfileIndex(const Profile& p)
     const int consumer = p.steps[t.free_step].node;
     if (consumer < 0 || consumer >= node_count || p.steps[t.free_step].phase != Phase::Backward) continue;
     // Made before it is freed, in backward or earlier (the loss's gradient is made in the Loss phase): the
-    // gradients memory_rules.cpp holds to the end of a checkpoint's backward, so that the peak tracker
+    // gradients [received-gradients-held] holds to the end of a checkpoint's backward, so that the peak tracker
     // recomputes every tensor whose interval a segment changes.
     if (t.alloc_step < t.free_step) received[consumer].push_back(t.id);
   }

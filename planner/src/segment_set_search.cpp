@@ -78,7 +78,7 @@ void SegmentSetSearch::collectSegmentEnds(int lo, int hi) {
 
 // Segments that start at compute node i or later change the timeline only
 // between the forward of node i and the end of the backward of the nodes
-// from i on (memory_rules.h: every changed interval and recompute block of a
+// from i on (docs/memory-model.md: every changed interval and recompute block of a
 // segment lies between its forward and its backward's end, or the original
 // free of an internal activation it makes). Outside that window the live
 // bytes of a partial decision are final: the bound that prunes the search.

@@ -85,8 +85,8 @@ LeafTimeline replay(const ProfileIndex& index, const DecisionLayout& layout) {
     out.blocks.push_back(block);
     out.block_step.push_back(timing.first_backward_step);
     if (block.kept_state.bytes > 0) add(block.kept_state, -1, s);
-    for (const LeafInterval& held : timing.held_use_gradients) add(held, -1, s);
-    add(timing.return_sums, -1, s);
+    for (const LeafInterval& held : timing.gradients.held_use_gradients) add(held, -1, s);
+    add(timing.gradients.return_sums, -1, s);
     if (!block.has_events) continue;
     for (int c = 0; c < kCategoryCount; ++c) add({block.rise_by_category[c], c, block.leaf, block.leaf + 1}, -1, s);
   }

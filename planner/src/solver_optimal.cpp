@@ -18,8 +18,8 @@ namespace {
 using Clock = SegmentSetSearch::Clock;
 
 // The peak no decision can go below: static tensors and tensors made outside
-// the forward graph (gradients, loss, optimizer temporaries). memory_rules.h
-// only ever lengthens the latter (a checkpoint holds the gradients it
+// the forward graph (gradients, loss, optimizer temporaries). The memory
+// rules (docs/memory-model.md) only ever lengthen the latter (a checkpoint holds the gradients it
 // received), and a recompute copy of a forward tensor adds to them, so their
 // live bytes under no recompute are below any decision's at every leaf.
 int64_t peakLowerBound(const ProfileIndex& index) {

@@ -20,8 +20,8 @@ bool UsableSegments::usable(int first, int last) {
   const NodeRange range{index_.compute_nodes[first], index_.compute_nodes[last]};
   bool usable = legal(first, last);
   if (usable) {
-    const SegmentTiming timing = segmentSpan(index_, range);
-    usable = timing.has_backward && freesSomethingEarlier(timing);
+    const SegmentSpan span = segmentSpan(index_, range);
+    usable = span.has_backward && freesSomethingEarlier(span);
   }
   row[offset] = usable ? 1 : 0;
   return usable;
@@ -38,11 +38,11 @@ bool UsableSegments::legal(int first, int last) {
   return row_->legal();
 }
 
-bool UsableSegments::freesSomethingEarlier(const SegmentTiming& timing) const {
-  for (int n = timing.range.first_node; n <= timing.range.last_node; ++n)
+bool UsableSegments::freesSomethingEarlier(const SegmentSpan& span) const {
+  for (int n = span.range.first_node; n <= span.range.last_node; ++n)
     for (const int* t = index_.tensors_produced_by_node.begin(n); t != index_.tensors_produced_by_node.end(n); ++t)
-      if (choice_ == SegmentChoice::EveryEarlierFree ? checkpointMayFreeEarlier(index_, *t, timing)
-                                                      : droppedByCheckpoint(insideRole(index_, *t, timing)))
+      if (choice_ == SegmentChoice::EveryEarlierFree ? checkpointMayFreeEarlier(index_, *t, span)
+                                                      : droppedByCheckpoint(insideRole(index_, *t, span)))
         return true;
   return false;
 }

@@ -1,7 +1,7 @@
 // Which ranges the segment-set search (segment_set_search.h) may use as
 // segments: a legal range (cut_rules.h) with a backward, whose checkpoint
 // drops a tensor or, with SegmentChoice::EveryEarlierFree, frees one earlier
-// (memory_rules.h). A segment that frees nothing earlier only adds time and
+// ([output-saved-only-inside]). A segment that frees nothing earlier only adds time and
 // held inputs, so no best plan holds one.
 //
 // The answer depends on the range alone and is kept: the window search asks it
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "acprof/simulator.h"
-#include "memory_rules.h"  // SegmentTiming
+#include "memory_rules.h"
 #include "profile_index.h"
 
 namespace acprof {
@@ -42,7 +42,7 @@ class UsableSegments {
   // length once, not once per end. Ranges asked out of that order are judged
   // alone.
   bool legal(int first, int last);
-  bool freesSomethingEarlier(const SegmentTiming& timing) const;
+  bool freesSomethingEarlier(const SegmentSpan& span) const;
 
   const ProfileIndex& index_;
   const SegmentChoice choice_;

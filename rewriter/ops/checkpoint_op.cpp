@@ -63,7 +63,7 @@ bool writesObject(const Segment& segment, const std::vector<int64_t>& first, siz
 // it, so that the recompute's writes through one are seen through the others,
 // as forward's were (a buffer read twice, as two attribute reads, is written
 // through one and read through the other: the planner's kept bytes count one
-// copy per storage, memory_rules.cpp segmentTiming).
+// copy per storage, [kept-state] in docs/memory-model.md).
 at::Tensor snapshotOnStorageCopy(std::unordered_map<const c10::StorageImpl*, at::Tensor>& copies,
                                  const at::Tensor& input) {
   const c10::StorageImpl* key = input.storage().unsafeGetStorageImpl();

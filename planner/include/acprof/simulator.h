@@ -10,7 +10,7 @@
 // backward re-runs it with grad just before the first backward step of its
 // nodes. What that does to each tensor's lifetime (internal activations freed
 // early and recomputed, a second copy of the segment's outputs, inputs held
-// until the segment's backward ends) is written down in src/memory_rules.h.
+// until the segment's backward ends) is docs/memory-model.md, by named rule.
 //
 // The simulator keeps a reference to the profile: keep the profile alive.
 #pragma once

@@ -1,8 +1,8 @@
 // Which graph value each gradient of backward belongs to, as autograd says it.
 //
 // The planner must know which tensors a node's backward made are gradients of
-// which of its inputs (memory_rules.cpp: what a checkpoint holds until it
-// returns, and which sums it makes there). Sizes cannot tell them apart (an
+// which of its inputs (docs/memory-model.md, [held-use-gradient] to
+// [return-sums]: what a checkpoint holds until it returns, and which sums it makes there). Sizes cannot tell them apart (an
 // LSTM cell's input slice and its bias are both 2048 B); autograd's edges can.
 // Forward records, per observed value that requires grad, the autograd edge its
 // gradient arrives on (gradientTargetOf). Before backward, every autograd node

@@ -1,6 +1,6 @@
 """The checkpoint a planned segment runs under: the Python twin of the C++ operator
 acprof::checkpoint (rewriter/ops/checkpoint_op.cpp), so that the memory the planner's simulator
-assumes (planner/src/memory_rules.h) is the memory an eager step uses.
+assumes (docs/memory-model.md) is the memory an eager step uses.
 
 Forward runs the segment below autograd (torch._C._AutoDispatchBelowAutograd), so nothing inside
 records history or is kept, on detached inputs that keep their requires_grad, because kernels choose
@@ -39,7 +39,7 @@ class _AutocastReplay:
     while it runs and the cache is cleared when it ends, as forward's was when its region ended
     and as the C++ operator's AutocastStateScope does. A cast that nothing else holds then dies
     with the recompute, and one a node saved lives until that node's backward releases it, which
-    is what the simulator assumes (memory_rules.h, HeldCopy and InternalActivation). Held until
+    is what the simulator assumes (docs/memory-model.md, [held-copy] and [internal-activation]). Held until
     the checkpoint's backward returned instead, a weight's cast that addmm saved outlived its
     release by the gradient computation in between (32 KiB over the predicted peak of a GPT-2
     floor plan under bfloat16)."""
