@@ -23,7 +23,7 @@ Profile chainWithMeta() {
   return p;
 }
 
-// The chain of planner_solver_test.cpp at 1450 B: [0, 1] (a0 dropped), 1400 B.
+// The chain of planner_solver_mu_two_test.cpp at 1450 B: [0, 1] (a0 dropped), 1400 B.
 // Step times: forward 10 + 1 + 1 + 10, loss 1, four backward steps of 1 = 27 us.
 TEST(PlannerPlan, PlanRecordsTheDecisionAndItsPrediction) {
   const Profile p = chainWithMeta();

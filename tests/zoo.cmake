@@ -37,7 +37,7 @@ add_zoo_subset(zoo_tasks_subset tasks "^(lraspp_mobilenet_v3_large_(traced|scrip
 # without that fix), and a scripted nn.LSTM + nn.GRU and a scripted list of block outputs read by
 # index, whose faults left their floor at the profiled peak, which no rule here refuses; the unit tests
 # CutFacts.AListOfTensorsTheModuleHolds..., CutFacts.ReadsOfAList... and
-# PlannerSolver.ASegmentThatDropsNothing... hold those fixes, this that their rewrites train bit
+# PlannerSolverRefined.ASegmentThatDropsNothing... hold those fixes, this that their rewrites train bit
 # for bit and peak as predicted.
 add_zoo_subset(zoo_patterns_subset patterns
                "^(gumbel_head_scripted|rnn_stack_scripted|collected_outputs_scripted|sparse_embedding_traced)$")

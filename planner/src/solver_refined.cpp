@@ -20,7 +20,7 @@ namespace {
 // 0.2 s per start), shared evenly among the windows. With the moves and the
 // drop-and-repair phase below, on generated 4-block networks it brings mu-two
 // to the exact solver's floor on 12 of 12 and its time within 10 % on every
-// budget (tests/planner_solver_test.cpp). Past 1000 compute nodes (10k-node
+// budget (tests/planner_solver_optimal_test.cpp). Past 1000 compute nodes (10k-node
 // graphs keep the half-second target) the greedy and the moves work alone.
 constexpr int kSearchWindow = 12;
 constexpr int kWindowSearchMaxComputeNodes = 1000;
