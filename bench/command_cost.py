@@ -69,7 +69,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="acprof-cost-") as work:
         for name in args.models:
             model = os.path.join(work, f"{name}.pt")
-            subprocess.run([sys.executable, os.path.join(REPO, "models", "export.py"), name, "--out", model,
+            subprocess.run([sys.executable, os.path.join(REPO, "models"), "export", name, "--out", model,
                             "--mode", args.mode], check=True, stdout=subprocess.DEVNULL)
             profile = os.path.join(work, f"{name}.json")
             # The fastest profile, and how many measured iterations it took (two where they agree).
@@ -106,13 +106,13 @@ def main():
 
 def in_process(names, rounds):
     """The second table: acprof.estimate and acprof.fit on each model, in this process."""
-    sys.path[:0] = [os.path.join(REPO, "models"), os.path.join(REPO, "python")]
+    sys.path[:0] = [REPO, os.path.join(REPO, "python")]
     import statistics
     import torch
     import acprof
     from acprof.eager.command_line import make_inputs
     from acprof.eager.recorder import compute_loss
-    import reference_models
+    from models import reference_models
 
     print(f"\n{'in process':<16} {'step_ms':>8} {'estimate_s':>11} {'estimate_steps':>15} {'fit_s':>8} "
           f"{'fit_steps':>10} {'estimate_b_steps':>17} {'iters':>6} {'verified':>9}")

@@ -52,8 +52,8 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
 # The input specs and the loss are read the way acprof reads them (models/training_step.py).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-from training_step import autocast_context, compute_loss, load_with_specs, make_step_tensors  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from models.training_step import autocast_context, compute_loss, load_with_specs, make_step_tensors  # noqa: E402
 
 WORLD_SIZE = 2
 

@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
 
   const StoredSpecs stored = readStoredSpecs(original_path);
   if (stored.inputs.empty())
-    fail(original_path + " stores no input specs (acprof_inputs); export it with models/export.py");
+    fail(original_path + " stores no input specs (acprof_inputs); export it with python3 models export (from the acprof repository)");
   if (!stored.autocast.empty())
     fail(original_path + " trains under autocast, which this example does not set up; use a model without it");
 

@@ -54,8 +54,8 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 # The input specs and the loss are read the way acprof reads them (models/training_step.py).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-from training_step import compute_loss, load_with_specs, make_step_tensors  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from models.training_step import compute_loss, load_with_specs, make_step_tensors  # noqa: E402
 
 
 def fail(reason):
@@ -100,7 +100,7 @@ def main():
     if "acprof::checkpoint" not in str(rewritten.graph):
         fail(f"{args.rewritten} calls no acprof::checkpoint; pass the output of acprof rewrite")
     if not stored.inputs:
-        fail(f"{args.original} stores no input specs (acprof_inputs); export it with models/export.py")
+        fail(f"{args.original} stores no input specs (acprof_inputs); export it with python3 models export (from the acprof repository)")
     if stored.autocast:
         fail(f"{args.original} trains under autocast ({stored.autocast}), which this loop does not set up")
     compare_states(original, rewritten, "initial state")

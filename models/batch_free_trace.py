@@ -19,8 +19,8 @@ from typing import List
 import torch
 from torch import nn
 
-import export
-import specs
+from . import export
+from . import specs
 
 
 class BatchBakedInError(RuntimeError):

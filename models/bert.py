@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attention import SelfAttention
-from feed_forward import FeedForward
-from specs import TrainingSpecs
+from .attention import SelfAttention
+from .feed_forward import FeedForward
+from .specs import TrainingSpecs
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Checks that every model an export wrote can be trained as acprof will train it.
 
-    python3 models/check_exports.py --dir DIR [--set test|demo|gpu] [--device cpu|cuda]
+    python3 models check --dir DIR [--set test|demo|gpu] [--device cpu|cuda]
 
 For each *.pt in DIR: the archive carries acprof_inputs / acprof_target / acprof_loss (and,
 if any, acprof_autocast) and they parse; one training step (training_step.py; its forward
@@ -20,10 +20,10 @@ from typing import List
 
 import torch
 
-import specs
-import training_step
-from model_sets import SETS
-from reference_models import CATALOGUE
+from . import specs
+from . import training_step
+from .model_sets import SETS
+from .reference_models import CATALOGUE
 
 # Eager and TorchScript run the same kernels in the same order on the CPU; the margin
 # only absorbs a different summation order should a kernel choose one.
@@ -48,7 +48,7 @@ def check_model(path: str, device: str = "cpu", set_name: str = "test") -> List[
     problems = []
     module, stored = training_step.load_with_specs(path, device)
     if not stored.inputs or not stored.loss:
-        return ["the archive has no acprof_inputs/acprof_loss; export it with models/export.py"]
+        return ["the archive has no acprof_inputs/acprof_loss; export it with python3 models export"]
     for spec in stored.inputs + ([stored.target] if stored.target else []):
         try:
             specs.parse_spec(spec)
@@ -80,14 +80,14 @@ def check_model(path: str, device: str = "cpu", set_name: str = "test") -> List[
 
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dir", required=True, help="directory of exported models (export_all.py --out)")
+    parser.add_argument("--dir", required=True, help="directory of exported models (python3 models export-all --out)")
     parser.add_argument("--set", dest="set_name", choices=sorted(SETS), default="test",
                         help="the set DIR was exported from: its files are compared with their eager models")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
     paths = sorted(glob.glob(os.path.join(args.dir, "*.pt")))
     if not paths:
-        print(f"{args.dir}: no .pt models; run models/export_all.py --out {args.dir} first", file=sys.stderr)
+        print(f"{args.dir}: no .pt models; run python3 models export-all --out {args.dir} first", file=sys.stderr)
         return 1
     failed = 0
     for path in paths:
@@ -99,6 +99,3 @@ def main(argv: List[str]) -> int:
     print(f"{len(paths) - failed} of {len(paths)} models train", flush=True)
     return 1 if failed else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

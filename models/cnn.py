@@ -16,7 +16,7 @@ set the peak: the end-to-end tests plan it at 70 % and 50 % of its profiled peak
 
 from torch import nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 CLASSES = 10
 IMAGE_SIZE = 32

@@ -10,7 +10,7 @@ tests compare the simulator against measurements of this model.
 
 from torch import nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 
 def build(layers: int = 9, channels: int = 32) -> nn.Module:

@@ -30,7 +30,7 @@ from typing import List
 import torch
 from torch import Tensor, nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 CLASSES = 10
 IMAGE_SIZE = 32

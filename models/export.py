@@ -6,22 +6,19 @@ profiler/recorder/src/training_step.cpp). A model trained under autocast also ca
 "acprof_autocast", the dtype (e.g. "bfloat16"), as `acprof profile --autocast` takes it;
 models without autocast have no such record.
 
-Library: export(model, example_inputs, path, mode, input_specs, target_spec, loss, autocast="").
-CLI:     python3 models/export.py MODEL --out FILE [--mode traced|scripted]
-         exports one model of reference_models.CATALOGUE (e.g. gpt_small, resnet18_demo).
+export(model, example_inputs, path, mode, input_specs, target_spec, loss, autocast=""). A library
+only: it knows no catalogue. The command that exports a catalogue model is `python3 models export`
+(__main__.py).
 """
 
-import argparse
 import os
-import sys
 import tempfile
-import time
 from typing import List, Sequence
 
 import torch
 from torch import nn
 
-import specs
+from . import specs
 
 MODES = ("traced", "scripted")
 
@@ -121,21 +118,3 @@ def export(
     dtype that its training step runs under.
     """
     save_with_specs(compile_for_training(model, example_inputs, mode), path, input_specs, target_spec, loss, autocast)
-
-
-def main(argv: List[str]) -> int:
-    import reference_models  # the catalogue; imported here so the library part stays small
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", choices=sorted(reference_models.CATALOGUE))
-    parser.add_argument("--out", required=True, help="file to write, e.g. mlp_traced.pt")
-    parser.add_argument("--mode", choices=MODES, default="traced")
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    reference_models.CATALOGUE[args.model].export(args.out, args.mode)
-    print(f"{args.out}  {time.perf_counter() - started:.2f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,6 +1,6 @@
 """Export a named set of reference models into a directory.
 
-    python3 models/export_all.py --set test|demo|gpu --out DIR [--force]
+    python3 models export-all --set test|demo|gpu --out DIR [--force]
 
 Prints one line per model: its path and how long the export took (or that it was up to
 date). A model whose file is newer than every models/*.py is skipped, so re-running the
@@ -11,11 +11,10 @@ model_sets.py.
 import argparse
 import glob
 import os
-import sys
 import time
 from typing import List
 
-from model_sets import SETS
+from .model_sets import SETS
 
 MODELS_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -42,7 +41,7 @@ def main(argv: List[str]) -> int:
         if not args.force and _is_up_to_date(path, newest_source):
             print(f"{path}  up to date", flush=True)
             continue
-        import reference_models  # imports torch: only when something is exported
+        from . import reference_models  # imports torch: only when something is exported
 
         started = time.perf_counter()
         reference_models.CATALOGUE[model_name].export(path, mode)
@@ -50,6 +49,3 @@ def main(argv: List[str]) -> int:
     print(f"set {args.set_name}: {time.perf_counter() - set_started:.2f} s", flush=True)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attention import SelfAttention
-from feed_forward import FeedForward
-from sdpa_attention import SdpaSelfAttention
-from specs import TrainingSpecs
+from .attention import SelfAttention
+from .feed_forward import FeedForward
+from .sdpa_attention import SdpaSelfAttention
+from .specs import TrainingSpecs
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ the graph (torch.jit.script keeps it too).
 
 from torch import Tensor, nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 IN_FEATURES = 64
 HIDDEN = 128

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 
 @dataclass(frozen=True)

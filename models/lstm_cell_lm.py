@@ -22,7 +22,7 @@ from typing import List
 import torch
 from torch import Tensor, nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 
 @dataclass(frozen=True)

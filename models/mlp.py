@@ -17,7 +17,7 @@ whose peak is mostly activations, so that 70 % and 50 % of it are reachable.
 
 from torch import nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 BATCH = 2048
 IN_FEATURES = 64

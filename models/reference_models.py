@@ -9,24 +9,24 @@ from typing import Callable, Dict
 import torch
 from torch import nn
 
-import batch_free_trace
-import bert
-import cnn
-import convchain
-import densenet_like
-import encoder_masks
-import export
-import gpt
-import inplace_view
-import loop_lm
-import lstm_cell_lm
-import mlp
-import resnet
-import rnn_lm
-import specs
-import transformer_dict
-import tuple_out
-import vit
+from . import batch_free_trace
+from . import bert
+from . import cnn
+from . import convchain
+from . import densenet_like
+from . import encoder_masks
+from . import export
+from . import gpt
+from . import inplace_view
+from . import loop_lm
+from . import lstm_cell_lm
+from . import mlp
+from . import resnet
+from . import rnn_lm
+from . import specs
+from . import transformer_dict
+from . import tuple_out
+from . import vit
 
 
 @dataclass(frozen=True)

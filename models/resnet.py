@@ -6,7 +6,7 @@
 import torchvision
 from torch import nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 CLASSES = 1000
 _CONSTRUCTORS = {"resnet18": torchvision.models.resnet18, "resnet50": torchvision.models.resnet50}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 
 @dataclass(frozen=True)

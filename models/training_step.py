@@ -9,7 +9,7 @@ from typing import List
 
 import torch
 
-import specs
+from . import specs
 
 
 @dataclass(frozen=True)

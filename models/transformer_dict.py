@@ -23,7 +23,7 @@ from typing import Dict
 import torch
 from torch import Tensor, nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 # torch.jit.script of torch 1.13's own TransformerEncoder(Layer) warns about its __constants__
 # on every export; nothing here can act on it.

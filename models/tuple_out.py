@@ -26,7 +26,7 @@ from typing import Tuple
 
 from torch import Tensor, nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 IN_FEATURES = 64
 HIDDEN = 128

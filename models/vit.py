@@ -15,7 +15,7 @@ hyper-parameters.
 import torchvision
 from torch import nn
 
-from specs import TrainingSpecs
+from .specs import TrainingSpecs
 
 IMAGE_SIZE = 32
 CLASSES = 10

@@ -77,14 +77,10 @@ import torch
 from torch import nn
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "models"))
+sys.path.insert(0, REPO)  # the reference models' package (models/)
 sys.path.insert(0, os.path.join(REPO, "python"))  # acprof's eager path (python/acprof/eager)
 
-import export  # noqa: E402
-import gpt  # noqa: E402
-import reference_models  # noqa: E402
-import specs  # noqa: E402
-import training_step  # noqa: E402
+from models import export, gpt, reference_models, specs, training_step  # noqa: E402
 
 ACPROF_BUDGETS = ["80%", "60%", "40%", "30%"]
 COMPILE_BUDGETS = [0.5, 0.2, 0.0]

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 mkdir -p demo
-.venv/bin/python models/export_all.py --set demo --out demo
+.venv/bin/python models export-all --set demo --out demo
 acprof="$(pwd)/build/cli/acprof"
 cd demo
 "$acprof" profile gpt_traced.pt

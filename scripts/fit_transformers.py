@@ -25,8 +25,8 @@ import torch  # noqa: E402
 
 import acprof  # noqa: E402
 from acprof.eager.recorder import compute_loss  # noqa: E402
-import zoo_export  # noqa: E402  (it puts models/ on the path, for specs)
-import specs  # noqa: E402
+import zoo_export  # noqa: E402  (it puts the repository on the path, for models/)
+from models import specs  # noqa: E402
 
 DEFAULT_ADAMW = ["gpt2_lm_head", "bert_masked_lm", "t5_conditional_generation"]
 

@@ -58,13 +58,8 @@ from torch import nn
 
 # The export helper of the reference models: one place that knows how a model and its
 # specs are written (models/export.py).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-import export  # noqa: E402
-import model_sets  # noqa: E402
-import patterns  # noqa: E402
-import reference_models  # noqa: E402
-import specs  # noqa: E402
-import training_step  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from models import export, model_sets, patterns, reference_models, specs, training_step  # noqa: E402
 
 BATCH = 2  # the smallest batch at which BatchNorm trains on a 1x1 feature map
 CLASSES = 1000

@@ -93,7 +93,7 @@ set_tests_properties(eager_plan_for_another_module_is_refused PROPERTIES TIMEOUT
 add_test(NAME eager_profile_peak_equals_torchscript_profile_peak
          COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/eager_matches_torchscript_check.py
                  --acprof $<TARGET_FILE:acprof> --model ${ACPROF_TEST_MODELS_DIR}/cnn_traced.pt
-                 --models-dir ${CMAKE_SOURCE_DIR}/models --work ${CMAKE_BINARY_DIR}/eager-test/matches-torchscript)
+                 --repo ${CMAKE_SOURCE_DIR} --work ${CMAKE_BINARY_DIR}/eager-test/matches-torchscript)
 set_tests_properties(eager_profile_peak_equals_torchscript_profile_peak PROPERTIES TIMEOUT 120
                      FIXTURES_REQUIRED test_models ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
 

@@ -23,7 +23,7 @@ CommandResult runAcprof(const std::string& arguments, const std::string& working
 // process exits (kept where a test failed).
 std::string makeScratchDir(const std::string& tag);
 
-// Path of an exported test model (models/export_all.py --set test), e.g. "mlp_traced.pt".
+// Path of an exported test model (python3 models export-all --set test), e.g. "mlp_traced.pt".
 std::string testModel(const std::string& file_name);
 
 // Number of lines in a text (a trailing newline does not start a new line).

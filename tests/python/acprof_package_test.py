@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models")
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 # Trains the original and the acprof.load-ed rewritten model 3 steps each; prints a JSON line.
 TRAIN = r"""
@@ -36,7 +36,7 @@ import json, sys
 import torch
 import acprof
 sys.path.insert(0, sys.argv[3])
-from training_step import compute_loss, load_with_specs, make_step_tensors
+from models.training_step import compute_loss, load_with_specs, make_step_tensors
 
 rewritten = acprof.load(sys.argv[2])
 original, stored = load_with_specs(sys.argv[1])
@@ -132,7 +132,7 @@ def run_python(code, args, ops_library=None, path_dirs=()):
 
 
 def test_trains_like_the_original_with_acprof_load():
-    result = run_python(TRAIN, [setting("ACPROF_TEST_ORIGINAL"), setting("ACPROF_TEST_REWRITTEN"), MODELS_DIR],
+    result = run_python(TRAIN, [setting("ACPROF_TEST_ORIGINAL"), setting("ACPROF_TEST_REWRITTEN"), REPO],
                         ops_library=setting("ACPROF_TEST_OPS"))
     if result.returncode != 0:
         fail(f"training with acprof.load failed:\n{result.stderr}")

@@ -20,13 +20,13 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", "..", "python"), os.path.join(HERE, "..", "..", "models"), HERE]
+sys.path[:0] = [os.path.join(HERE, "..", "..", "python"), os.path.join(HERE, "..", ".."), HERE]
 
 STEPS = 3
 
 
 def gpt_decoder():
-    import gpt
+    from models import gpt
     torch.manual_seed(0)
     model = gpt.Gpt(gpt.GptConfig(layers=2, width=64, heads=4, seq_len=64, vocab=256))
     return model, lambda g: torch.randint(0, 256, (4, 64), generator=g), 256

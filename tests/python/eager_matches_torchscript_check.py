@@ -52,12 +52,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--acprof", required=True)
     parser.add_argument("--model", required=True, help="models/cnn.py's module traced (cnn_traced.pt)")
-    parser.add_argument("--models-dir", required=True)
+    parser.add_argument("--repo", required=True, help="the repository root, whose models/ package holds cnn.py")
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    sys.path.insert(0, args.models_dir)
-    import cnn
+    sys.path.insert(0, args.repo)
+    from models import cnn
 
     scripted = os.path.join(args.work, "torchscript.json")
     done = subprocess.run([args.acprof, "profile", args.model, "-o", scripted], capture_output=True, text=True)

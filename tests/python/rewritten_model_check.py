@@ -13,8 +13,8 @@ import sys
 import torch
 
 # The reference models' helpers: the loss takes every tensor of the output as acprof does.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
-from training_step import collect_tensors  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from models.training_step import collect_tensors  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64, "int32": torch.int32,
           "bool": torch.bool}
