@@ -17,12 +17,11 @@
 #include "acprof/plan_format.h"
 #include "acprof/profile_format.h"
 #include "acprof/rewriter.h"
-#include "acprof/training_pair.h"
-#include "acprof/run_modes.h"
-#include "acprof/viz.h"
+#include "acprof/rewrite_session.h"
 #include "commands.h"
 #include "cublas_workspace.h"
 #include "eager_front_end.h"
+#include "eager_rewrite_front_end.h"
 #include "outcome.h"
 
 namespace acprof::cli {
@@ -45,116 +44,7 @@ struct RewriteArgs {
 // no model (the plan is the artifact).
 const std::vector<std::string> kTorchScriptOnlyRewriteFlags = {"--output"};
 
-std::string timeLine(const Plan& plan, const StepTimes& times);
-
-// The paired time as report.html's headline states it.
-MeasuredStepTime measuredStepTime(const StepTimes& times) {
-  return MeasuredStepTime{times.original_us, times.extra_share, times.extra_share_error, times.rounds,
-                          times.verdict == TimingVerdict::Conclusive};
-}
-
 bool isEagerPlan(const Plan& plan) { return plan.model_path.rfind(kEagerModelPrefix, 0) == 0; }
-
-// Where a rewrite's report goes: the profiles before and after and report.html
-// in one directory, made only once there is a report to put in it. Checked
-// before any work: none of them may be one of the command's inputs.
-struct ReportFiles {
-  fs::path dir;
-  std::string before, after, html;
-  bool make_dir = false;
-
-  ReportFiles(const fs::path& directory, const std::vector<std::string>& inputs)
-      : dir(directory), before((directory / "profile.before.json").string()),
-        after((directory / "profile.after.json").string()), html((directory / "report.html").string()),
-        make_dir(!fs::exists(directory)) {
-    if (make_dir) checkOutputDirectory(dir.string());
-    else
-      for (const std::string& path : {before, after, html}) checkOutputPath(path, inputs);
-  }
-  void makeDir() const {
-    if (make_dir) fs::create_directories(dir);
-  }
-  nlohmann::json outcomeFiles() const {
-    return {{"report", absolutePath(html)}, {"profile_before", absolutePath(before)},
-            {"profile_after", absolutePath(after)}};
-  }
-};
-
-// The mode of verification in report.html's words.
-std::string verificationNote(const std::optional<VerificationResult>& v) {
-  if (!v) return "Verification: not verified (--no-verify).";
-  if (v->tolerance)
-    return fmt::format("Verification: within tolerance {:g} (max diff {:.3g}).", *v->tolerance, v->maxAbsDiff());
-  return "Verification: bit for bit, deterministic algorithms.";
-}
-
-// acprof rewrite of an eager module's plan: the Python front end applies the
-// plan to the module the factory builds, verifies one step and measures its
-// peak, printing the same lines as the TorchScript rewrite, and writes the
-// measured step as profile.after.json; this draws report.html from it and the
-// plan's profile. A peak over the budget is BudgetExceeded (exit 5), with the
-// report written, as the TorchScript rewrite does.
-void runEagerRewrite(const RewriteArgs& args, const std::string& plan_path, const std::string& model_path,
-                     const std::vector<std::string>& torchscript_flags_given) {
-  if (!model_path.empty())
-    throw Error(ErrorKind::Usage, fmt::format("'{}' is a model file, and an eager plan's module comes from "
-                                              "--module; pass the plan only",
-                                              model_path));
-  if (!torchscript_flags_given.empty())
-    throw Error(ErrorKind::Usage, fmt::format("{} is not supported for an eager module (the rewrite writes no model: "
-                                              "the plan is what is kept); leave it out",
-                                              torchscript_flags_given.front()));
-  const Plan plan = readPlanFile(plan_path);
-  const fs::path plan_dir = fs::absolute(plan_path).parent_path();
-  const ReportFiles report(args.report_dir.empty() ? plan_dir : fs::path(args.report_dir),
-                           {plan_path, plan.profile_path, (plan_dir / plan.profile_path).string()});
-  // The front end writes the after profile once the module is verified, here;
-  // the report's files are written only then.
-  const TemporaryFile after_file("the checkpointed module's profile");
-  std::vector<std::string> command = {"rewrite", plan_path, "--profile-after", after_file.path};
-  if (!args.module.empty()) command.insert(command.end(), {"--module", args.module});
-  if (args.no_verify) command.push_back("--no-verify");
-  if (args.tolerance_given) command.insert(command.end(), {"--tolerance", args.tolerance});
-  command.insert(command.end(), {"--time-rounds", std::to_string(args.time_rounds)});
-  EagerOutcome outcome = runEagerCommandOutcome(command);
-  nlohmann::json& result = outcome.result;
-  const bool measured = result.is_object() && result.contains("files") && result["files"].contains("profile_after");
-  if (outcome.error && (outcome.error_kind != ErrorKind::BudgetExceeded || !measured)) {
-    if (!result.is_null()) setOutcomeResult(result);
-    std::rethrow_exception(outcome.error);
-  }
-  const Profile before = readProfileFile(result["files"].at("profile").get<std::string>());
-  const Profile after = readProfileFile(after_file.path);
-  std::optional<VerificationResult> verification;
-  if (const nlohmann::json& verified = result.at("verification"); !verified.is_null()) {
-    verification = VerificationResult{};
-    if (verified.value("mode", "") == "tolerance") {
-      verification->tolerance = verified.at("tolerance").get<double>();
-      // The front end reports the largest difference of loss, gradients and
-      // buffers together, which is all the report's note shows (maxAbsDiff).
-      verification->max_gradient_abs_diff = verified.at("max_abs_diff").get<double>();
-    }
-  }
-  // The front end timed its pairs by the same rule (pair_timing.h, through the
-  // engine module) and reports them as the outcome's `time`; the line and the
-  // report's headline are the TorchScript rewrite's.
-  std::optional<StepTimes> times;
-  std::optional<MeasuredStepTime> measured_time;
-  if (result.contains("time") && !result["time"].is_null()) {
-    times = stepTimesFromJson(result["time"]);
-    measured_time = measuredStepTime(*times);
-  }
-  report.makeDir();
-  writeProfileFile(before, report.before);
-  writeProfileFile(after, report.after);
-  writeFileAtomically(report.html, renderComparisonHtml(before, after, &plan, verificationNote(verification),
-                                                        measured_time ? &*measured_time : nullptr));
-  if (times) std::cout << timeLine(plan, *times) << "\n";
-  result["files"].update(report.outcomeFiles());
-  setOutcomeResult(result);
-  std::cout << fmt::format("wrote {}, {}, {}\n", report.before, report.after, report.html);
-  if (outcome.error) std::rethrow_exception(outcome.error);
-}
 
 // A .json argument is the plan, anything else the model.
 void splitFileArguments(const std::vector<std::string>& files, std::string& model_path, std::string& plan_path) {
@@ -257,36 +147,6 @@ std::string peakLine(const Plan& plan, const Profile& before, const Profile& aft
   return line;
 }
 
-// The rewrite's outcome as data (--outcome): what was verified and how, the
-// peaks predicted and measured, the paired time, and the files written.
-nlohmann::json rewriteResultJson(const Plan& plan, const RewriteResult& result, const std::optional<Profile>& before,
-                                 const std::optional<Profile>& after, const std::optional<StepTimes>& times,
-                                 nlohmann::json files) {
-  files["model"] = absolutePath(result.output_path);
-  nlohmann::json verification = nullptr;
-  if (result.verification) {
-    const VerificationResult& v = *result.verification;
-    verification = {{"mode", v.tolerance ? "tolerance" : "bitwise"},
-                    {"tolerance", v.tolerance ? nlohmann::json(*v.tolerance) : nlohmann::json()},
-                    {"max_abs_diff", v.maxAbsDiff()},
-                    {"gradients_compared", v.gradients_compared},
-                    {"buffers_compared", v.buffers_compared}};
-  }
-  nlohmann::json peak = {{"budget_bytes", plan.budget_bytes}, {"predicted_bytes", plan.predicted_peak_bytes}};
-  if (before) peak["before_bytes"] = before->summary.peak_bytes;
-  if (after) peak["measured_bytes"] = after->summary.peak_bytes;
-  // A caching allocator's (CUDA's) reserved peaks, where the profiles have them.
-  if (before && before->summary.reserved_peak_bytes)
-    peak["before_reserved_bytes"] = *before->summary.reserved_peak_bytes;
-  if (after && after->summary.reserved_peak_bytes)
-    peak["measured_reserved_bytes"] = *after->summary.reserved_peak_bytes;
-  const nlohmann::json time = times ? stepTimesToJson(*times) : nlohmann::json();
-  const double predicted_share =
-      plan.baseline_iteration_time_us > 0 ? plan.extra_time_us / plan.baseline_iteration_time_us : 0;
-  return {{"segments", result.segment_count}, {"verification", verification}, {"peak", peak},
-          {"time", time}, {"predicted_extra_share", predicted_share}, {"files", files}};
-}
-
 // The op library this process runs with, as the dynamic linker found it: the
 // one a user's own training process must load too.
 std::string opsLibraryPath() {
@@ -308,106 +168,58 @@ std::string howToTrainText(const std::string& model_path) {
       model, ops, ops, model);
 }
 
-void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchscript_flags_given) {
-  const std::optional<double> tolerance = parseTolerance(args.tolerance, args.tolerance_given);
-  if (tolerance && args.no_verify)
-    throw Error(ErrorKind::Usage, "--tolerance sets how to verify and --no-verify skips verifying; pass one of them");
-  useDeterministicCublasWorkspace();  // as the profile did (cublas_workspace.h)
-  std::string model_path, plan_path;
-  splitFileArguments(args.files, model_path, plan_path);
-  if (!args.module.empty()) return runEagerRewrite(args, plan_path, model_path, torchscript_flags_given);
-  const Plan plan = readPlanFile(plan_path);
-  if (isEagerPlan(plan)) return runEagerRewrite(args, plan_path, model_path, torchscript_flags_given);
-  if (model_path.empty()) model_path = plan.model_path;
-  if (plan.segments.empty())
-    std::cout << "the plan has no segment (its budget needs no recompute): the rewritten model is the original "
-                 "with nothing checkpointed; plan with a lower --budget to save memory\n";
-
-  RewriteOptions options;
-  options.model_path = model_path;
-  options.output_path = args.output.empty() ? defaultRewrittenPath(model_path) : args.output;
-  options.verify = !args.no_verify;
-  options.tolerance = tolerance;
-  if (::isatty(STDERR_FILENO))
-    options.progress = [](const std::string& line) { std::cerr << "acprof: " << line << std::endl; };
-
-  const bool has_profile = !plan.profile_path.empty() && fs::exists(plan.profile_path);
-  // The report draws the plan on its profile. A plan edited by hand or paired
-  // with another profile fails here, before any work, not once the model is written.
-  std::optional<Profile> before;
-  if (has_profile) {
-    before = readProfileFile(plan.profile_path);
-    checkPlanMatchesProfile(plan, *before);
+// What the session did, in the command's lines (scripts/zoo.py reads some).
+void printResult(const RewriteSessionResult& result, bool eager) {
+  const MeasuredRewrite& m = result.measured;
+  if (m.threads_profile_and_own) {
+    const auto [threads, own] = *m.threads_profile_and_own;
+    std::cout << fmt::format("ran with the profile's {} intra-op thread(s), not this process's {}: CPU "
+                             "workspaces grow with the count; train with OMP_NUM_THREADS={}\n",
+                             threads, own, threads);
   }
-  const std::vector<std::string> inputs = {model_path, plan_path, plan.profile_path};
-  checkOutputPath(options.output_path, inputs);
-  std::optional<ReportFiles> report;
-  if (has_profile)
-    report.emplace(args.report_dir.empty() ? fs::absolute(options.output_path).parent_path()
-                                           : fs::path(args.report_dir),
-                   inputs);
-
-  // The profile's training step, for the verification and the timing: read once.
-  const std::optional<StepConfig> step = before ? std::optional(stepConfigOf(before->meta.run)) : std::nullopt;
-  // The library verifies, re-profiles and times at the profile's intra-op
-  // thread count; a user training at another count should know.
-  if (before) {
-    const int threads = before->meta.run.intra_op_threads;
-    const int own = intraOpThreads();
-    if (threads > 0 && threads != own)
-      std::cout << fmt::format("running with the profile's {} intra-op thread(s), not this process's {}: CPU "
-                               "workspaces grow with the count; train with OMP_NUM_THREADS={}\n",
-                               threads, own, threads);
+  if (!eager) {
+    std::cout << fmt::format("rewrote {} segment(s) of {} into {}\n", m.segment_count, m.model_path, m.output_path);
+    if (m.verification) std::cout << verificationLine(*m.verification) << "\n";
+    else std::cout << "not verified (--no-verify)\n";
+    std::cout << howToTrainText(m.output_path);
   }
-  options.step = step;
-  RewriteResult result = rewriteModelFile(plan, options);
-  std::cout << fmt::format("rewrote {} segment(s) of {} into {}\n", result.segment_count, result.model_path,
-                           result.output_path);
-  if (result.verification) std::cout << verificationLine(*result.verification) << "\n";
-  else std::cout << "not verified (--no-verify)\n";
-  std::cout << howToTrainText(result.output_path);
-
-  if (!has_profile) {
-    std::cout << fmt::format("no before/after report: the plan's profile '{}' is missing\n", plan.profile_path);
-    setOutcomeResult(rewriteResultJson(plan, result, std::nullopt, std::nullopt, std::nullopt, {}));
+  if (!result.report) {
+    std::cout << fmt::format("no before/after report: the plan's profile '{}' is missing\n", result.plan.profile_path);
     return;
   }
-  // Timed before the report is drawn: its headline extra time is this
-  // measurement. The verified pair goes on training (its verified step was the
-  // warm-up), and the re-profile records its rewritten model, warm.
-  std::optional<StepTimes> times;
-  std::shared_ptr<TrainingPair> pair = std::move(result.verified_pair);
-  if (args.time_rounds > 0) {
-    if (options.progress) options.progress("timing both models");
-    if (!pair) pair = std::make_shared<TrainingPair>(result.model_path, result.output_path, *step);
-    times = timeRewrite(*pair, args.time_rounds, /*keep_to_step_budget=*/true);
-  }
-  if (options.progress) options.progress("re-profiling the rewritten model");
-  const Profile after = profileRewrittenModel(before->meta, result.output_path, pair.get(), options.progress);
-  pair.reset();
-  std::optional<MeasuredStepTime> measured;
-  if (times) measured = measuredStepTime(*times);
-  report->makeDir();
-  writeProfileFile(*before, report->before);
-  writeProfileFile(after, report->after);
-  writeFileAtomically(report->html, renderComparisonHtml(*before, after, &plan, verificationNote(result.verification),
-                                                         measured ? &*measured : nullptr));
-  std::cout << peakLine(plan, *before, after) << "\n";
-  if (times) std::cout << timeLine(plan, *times) << "\n";
-  setOutcomeResult(rewriteResultJson(plan, result, *before, after, times, report->outcomeFiles()));
-  std::cout << fmt::format("wrote {}, {}, {}\n", report->before, report->after, report->html);
-  // The budget is what the user must fit in. The rewrite is correct and its
-  // report shows where the peak is, so the files stay; the exit code says the
-  // promise failed, with the budget that the same overshoot would still fit.
-  const int64_t over = after.summary.peak_bytes - plan.budget_bytes;
-  if (over > 0)
-    throw Error(ErrorKind::BudgetExceeded,
-                fmt::format("the rewritten model peaked at {} ({} B), {} over the plan's budget of {} (predicted {}); "
-                            "the model and report are written: plan again with --budget {} and report this "
-                            "profile and plan, as the prediction missed",
-                            formatBytes(after.summary.peak_bytes), after.summary.peak_bytes, formatBytes(over),
-                            formatBytes(plan.budget_bytes), formatBytes(plan.predicted_peak_bytes),
-                            std::max<int64_t>(plan.budget_bytes - over, 1)));
+  if (!eager) std::cout << peakLine(result.plan, *m.before, *m.after) << "\n";
+  if (m.times) std::cout << timeLine(result.plan, *m.times) << "\n";
+  std::cout << fmt::format("wrote {}, {}, {}\n", result.report->before, result.report->after, result.report->html);
+}
+
+void runRewrite(const RewriteArgs& args, const std::vector<std::string>& torchscript_flags_given) {
+  RewriteRequest request;
+  request.tolerance = parseTolerance(args.tolerance, args.tolerance_given);
+  if (request.tolerance && args.no_verify)
+    throw Error(ErrorKind::Usage, "--tolerance sets how to verify and --no-verify skips verifying; pass one of them");
+  useDeterministicCublasWorkspace();  // as the profile did (cublas_workspace.h)
+  splitFileArguments(args.files, request.model_path, request.plan_path);
+  request.output_path = args.output;
+  request.report_dir = args.report_dir;
+  request.verify = !args.no_verify;
+  request.time_rounds = args.time_rounds;
+  request.module = args.module;
+  if (::isatty(STDERR_FILENO))
+    request.progress = [](const std::string& line) { std::cerr << "acprof: " << line << std::endl; };
+  const Plan plan = readPlanFile(request.plan_path);
+  const bool eager = !args.module.empty() || isEagerPlan(plan);
+  if (eager && !torchscript_flags_given.empty())
+    throw Error(ErrorKind::Usage, fmt::format("{} is not supported for an eager module (the rewrite writes no model: "
+                                              "the plan is what is kept); leave it out",
+                                              torchscript_flags_given.front()));
+  if (!eager && plan.segments.empty())
+    std::cout << "the plan has no segment (its budget needs no recompute): the rewritten model is the original "
+                 "with nothing checkpointed; plan with a lower --budget to save memory\n";
+  const std::unique_ptr<RewriteFrontEnd> front_end = eager ? eagerRewriteFrontEnd() : torchScriptRewriteFrontEnd();
+  const RewriteSessionResult result = runRewriteSession(*front_end, plan, request);
+  printResult(result, eager);
+  setOutcomeResult(result.outcome);
+  keepBudgetPromise(result);
 }
 
 }  // namespace

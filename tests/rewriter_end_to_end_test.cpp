@@ -440,7 +440,7 @@ TEST(RewriteThreads, TheRewriteRunsAtTheProfilesThreadCount) {
   const CommandResult rewritten =
       runCommand("OMP_NUM_THREADS=2 " + acprof + "rewrite --time-rounds 0", directory.string());
   ASSERT_EQ(rewritten.exit_code, 0) << outputOf(rewritten);
-  EXPECT_NE(rewritten.out.find("running with the profile's 1 intra-op thread(s), not this process's 2"),
+  EXPECT_NE(rewritten.out.find("ran with the profile's 1 intra-op thread(s), not this process's 2"),
             std::string::npos)
       << rewritten.out;
   const Profile after = readProfileFile((directory / "profile.after.json").string());
