@@ -270,7 +270,13 @@ class Row:
     gradients: str = ""       # "equal", a max abs difference, or "" when not compared
     gradients_ok: bool = True
     error: str = ""           # the first line of what failed; empty when the row ran
-    note: str = ""
+    note: str = ""            # for the table's reader; the verdicts below are its facts
+    # Verdicts as fields, which the check reads: the rewrite's verification as its --outcome states it
+    # (mode "bitwise" or "tolerance", tolerance, max_abs_diff), whether the row's budget is below
+    # acprof's floor, whether the rewrite measured above its plan's budget (exit 5).
+    verification: Optional[Dict] = None
+    below_floor: bool = False
+    over_budget: bool = False
     acprof_peak_bytes: Optional[int] = None  # acprof's own measurement of the same model
     peak_ratio: Optional[float] = None
     time_ratio: Optional[float] = None
@@ -462,6 +468,7 @@ def plan_fitting(acprof: str, work: str, budget: str, tag: str, row: Row, profil
                          allowed=(0, 3))
     if planned.returncode == 3:
         profiled = profile["summary"]["peak_bytes"]
+        row.below_floor = True
         row.note = f"below the floor ({100 * floor_bytes / profiled:.0f} % of acprof's profiled peak)"
         return None
     plan = read_json(os.path.join(work, f"plan-{tag}.json"))
@@ -502,10 +509,12 @@ def acprof_models(acprof: str, work: str, model_path: str, args, peer_peaks: Lis
                 tolerance = args.fallback_tolerance
                 rewrite = run_acprof(acprof, command + ["--tolerance", tolerance], work, allowed=(0, 5))
             verification = read_json(os.path.join(report_dir, "outcome.json"))["result"]["verification"]
+            row.verification = verification
+            row.over_budget = rewrite.returncode == 5
             row.note = ("verified bit for bit" if verification.get("mode") == "bitwise" else
                         f"verified within {verification.get('tolerance')} (max abs diff "
                         f"{verification.get('max_abs_diff', 0):.1e})")
-            if rewrite.returncode == 5:  # written and verified, but measured above the plan's budget
+            if row.over_budget:  # written and verified, but measured above the plan's budget
                 row.note += "; **measured above the plan's budget (exit 5)**"
             row.acprof_peak_bytes = acprof_peak(os.path.join(report_dir, "profile.after.json"))
             rows.append((row, rewritten))

@@ -171,7 +171,7 @@ TEST(PlannerSimulator, SegmentOverTheWholeChainRaisesThePeak) {
 // With [1, 2]: bs = 6, be = 7. scores is internal (read by node 2 only): freed at
 // the end of step 2 (before e5). p is read by node 3: an output freed (e10, step 6)
 // inside [6, 7], so at the recompute. Before e8: 1000 + q 100 + g_p 200 = 1300;
-// recompute: +scores 200, +work 300 -> 1800 (its peak), -work, +p 200 -> 1700;
+// recompute: +scores 200, +work 300 = 1800 (its peak), -work, +p 200 = 1700;
 // e8 +g_s 200 = 1900. The segment's backward holds g_p (e9) and p's copy (e10)
 // until it returns, so e11 +g_q = 2000 in step 7: the segment raises the peak.
 TEST(PlannerSimulator, RecomputeBlockReplaysEachTemporaryOfTheSegment) {

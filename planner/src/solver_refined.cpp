@@ -268,7 +268,7 @@ SolverResult solveRefined(const Simulator& simulator, int64_t budget_bytes) {
   // its plan (an empty one too, where it does not fit) also tries those that
   // end an output's only saves (checkpointMayFreeEarlier in memory_rules.h; a
   // Gumbel head's). On the 200 zoo, reference and pattern profiles that
-  // changed three floors, all lower (frozen_middle 6.76 -> 6.52 MiB); from
+  // changed three floors, all lower (frozen_middle by 3.5 %); from
   // Chen's segments it lost within the same allowance (24-layer MLP +7 %), so
   // that search keeps to the first kind. (from_chen is waited for on return.)
   if (best.decision.empty() && (best.simulation.peak_bytes <= budget_bytes || !windowSearchApplies(simulator)))

@@ -65,7 +65,7 @@ def row_problems(results, allowed_errors):
                 problems.append(f"{name}: error {row['error']}")
             continue
         if row["peak_bytes"] is None:
-            if row["engine"] not in ACPROF or "below the floor" not in row["note"]:
+            if row["engine"] not in ACPROF or not row["below_floor"]:
                 problems.append(f"{name}: no measurement and no reason")
             continue
         if not row["gradients_ok"] or not row["gradients"]:
@@ -76,8 +76,10 @@ def row_problems(results, allowed_errors):
             measured_acprof[row["engine"]] += 1
             if not row["peak_ratio"] < 1.0:
                 problems.append(f"{name}: peak ratio {row['peak_ratio']:.2f} is not below its baseline's")
-        if row["engine"] == "acprof" and row["note"] != "verified bit for bit":
-            problems.append(f"{name}: not verified bit for bit ({row['note']})")
+        if row["engine"] == "acprof" and (row["verification"] or {}).get("mode") != "bitwise":
+            problems.append(f"{name}: not verified bit for bit ({row['verification']})")
+        if row["engine"] in ACPROF and row["over_budget"]:
+            problems.append(f"{name}: the rewrite measured above its plan's budget (exit 5)")
         if row["engine"] == "acprof" and not row["acprof_peak_bytes"] <= row["budget_bytes"]:
             problems.append(f"{name}: acprof measured {row['acprof_peak_bytes']} B, over its budget "
                             f"{row['budget_bytes']} B")
