@@ -13,6 +13,11 @@
 add_test(NAME python_engine_derives_hand_written_event_streams
          COMMAND ${ACPROF_PYTHON} -m pytest -q -p no:cacheprovider
                  ${CMAKE_CURRENT_SOURCE_DIR}/python/engine_event_stream_test.py)
+# The Python package's units with torch alone, no binary and no engine module (made unimportable):
+# the checkpoint's saves, gradients, dropout replay and written-input snapshot, the input-spec
+# grammar, the error kinds against contract.json, the checks before a profile.
+add_test(NAME python_package_units_without_binary_or_engine
+         COMMAND ${ACPROF_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/eager_units_test.py)
 # acprof.fit / estimate / apply in process: AdamW in the profiled step, predicted = measured to the
 # byte within the budget, bit for bit in the user's own loop; every mistake its own error type
 # (tests/python/fit_test.py says what each case checks).
