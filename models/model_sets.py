@@ -40,6 +40,7 @@ SETS: Dict[str, Dict[str, Tuple[str, str]]] = {
         "rnn_lm_scripted.pt": ("rnn_lm", "scripted"),
         "rnn_lm_traced.pt": ("rnn_lm", "traced"),
         "encoder_masks_scripted.pt": ("encoder_masks", "scripted"),
+        "tied_list_inplace_traced.pt": ("tied_list_inplace", "traced"),
     },
     # The README's default model.
     "demo": {

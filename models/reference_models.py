@@ -24,6 +24,7 @@ from . import mlp
 from . import resnet
 from . import rnn_lm
 from . import specs
+from . import tied_list_inplace
 from . import transformer_dict
 from . import tuple_out
 from . import vit
@@ -85,6 +86,9 @@ VIT_SMALL = ReferenceModel(vit.build, vit.training_specs())
 LOOP_LM = ReferenceModel(loop_lm.build, loop_lm.training_specs())
 DENSENET_LIKE = ReferenceModel(densenet_like.build, densenet_like.training_specs())
 TUPLE_OUT = ReferenceModel(tuple_out.build, tuple_out.training_specs())
+# In-place writes into activations, a list of block outputs, a tied embedding and head: the front ends'
+# equivalence check runs on it (tests/python/eager_matches_torchscript_check.py).
+TIED_LIST_INPLACE = ReferenceModel(tied_list_inplace.build, tied_list_inplace.training_specs())
 # 128 tokens and 4 layers, as gpt_long: attention scores, not weights, set the peak, and
 # recompute can remove 71 % of what it could (at 2 layers, 53 %: one block's recompute
 # and backward then stay live beside the other's kept inputs).
@@ -139,6 +143,7 @@ CATALOGUE: Dict[str, ReferenceModel] = {
     "loop_lm": LOOP_LM,
     "densenet_like": DENSENET_LIKE,
     "tuple_out": TUPLE_OUT,
+    "tied_list_inplace": TIED_LIST_INPLACE,
     "gpt_autocast": GPT_AUTOCAST,
     "inplace_view": INPLACE_VIEW,
     "lstm_cell_lm": LSTM_CELL_LM,

@@ -93,14 +93,22 @@ add_test(NAME eager_plan_for_another_module_is_refused
 set_tests_properties(eager_plan_for_another_module_is_refused PROPERTIES TIMEOUT 120
                      ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
 
-# The eager and TorchScript front ends record models/cnn.py's step with the same peak, byte for
-# byte, category by category.
-add_test(NAME eager_profile_peak_equals_torchscript_profile_peak
-         COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/eager_matches_torchscript_check.py
-                 --acprof $<TARGET_FILE:acprof> --model ${ACPROF_TEST_MODELS_DIR}/cnn_traced.pt
-                 --repo ${CMAKE_SOURCE_DIR} --work ${CMAKE_BINARY_DIR}/eager-test/matches-torchscript)
-set_tests_properties(eager_profile_peak_equals_torchscript_profile_peak PROPERTIES TIMEOUT 120
-                     FIXTURES_REQUIRED test_models ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
+# The eager and TorchScript front ends record a catalogue model's step with the same peak, byte for
+# byte, category by category, and name the same gradients: models/cnn.py, and tied_list_inplace
+# (in-place writes into activations, a list of block outputs, an embedding tied to the head).
+foreach(model cnn tied_list_inplace)
+  if(model STREQUAL "cnn")
+    set(name eager_profile_peak_equals_torchscript_profile_peak)
+  else()
+    set(name eager_profile_peak_equals_torchscript_profile_peak_${model})
+  endif()
+  add_test(NAME ${name}
+           COMMAND ${ACPROF_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/python/eager_matches_torchscript_check.py
+                   --acprof $<TARGET_FILE:acprof> --model ${ACPROF_TEST_MODELS_DIR}/${model}_traced.pt --name ${model}
+                   --repo ${CMAKE_SOURCE_DIR} --work ${CMAKE_BINARY_DIR}/eager-test/matches-torchscript-${model})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120
+                       FIXTURES_REQUIRED test_models ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
+endforeach()
 
 # `acprof profile --module` and `acprof rewrite` on an eager module written by the test
 # (tests/python/eager_cli_check.py says what each case checks).

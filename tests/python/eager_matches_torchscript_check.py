@@ -1,4 +1,4 @@
-"""The two front ends record the same step alike: the eager profile of models/cnn.py's module
+"""The two front ends record the same step alike: the eager profile of a catalogue model's module
 (acprof.eager.record_profile) and `acprof profile` of the same module traced to TorchScript have
 the same peak, byte for byte, made of the same bytes per category, and name the same gradients
 (the storages autograd said were some value's gradient: as many, with the same bytes per
@@ -8,7 +8,11 @@ per forward node. Printed beside them: each profile's floor (`acprof plan
 --outcome`), for the record.
 
     eager_matches_torchscript_check.py --acprof build/cli/acprof --model build/test-models/cnn_traced.pt
-        --models-dir models --work DIR
+        --name cnn --repo . --work DIR
+
+NAME is the model's name in models/reference_models.py's catalogue, whose training specs the
+traced file stores: models/cnn.py, and tied_list_inplace (in-place writes into activations, a list
+of block outputs, an embedding tied to the head).
 """
 
 import argparse
@@ -51,13 +55,16 @@ def recorded_facts(profile):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--acprof", required=True)
-    parser.add_argument("--model", required=True, help="models/cnn.py's module traced (cnn_traced.pt)")
-    parser.add_argument("--repo", required=True, help="the repository root, whose models/ package holds cnn.py")
+    parser.add_argument("--model", required=True, help="the catalogue model traced (cnn_traced.pt)")
+    parser.add_argument("--name", required=True, help="its name in models/reference_models.py's catalogue")
+    parser.add_argument("--repo", required=True, help="the repository root, whose models/ package holds it")
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     sys.path.insert(0, args.repo)
-    from models import cnn
+    from models import reference_models, specs
+    catalogued = reference_models.CATALOGUE[args.name]
+    training = catalogued.training
 
     scripted = os.path.join(args.work, "torchscript.json")
     done = subprocess.run([args.acprof, "profile", args.model, "-o", scripted], capture_output=True, text=True)
@@ -66,12 +73,15 @@ def main():
     with open(scripted) as handle:
         torchscript = json.load(handle)
     meta = torchscript["meta"]
-    if meta["input_specs"] != ["float32[32,3,32,32]"] or not meta["target_spec"].startswith("int64[32]"):
+    if meta["input_specs"] != training.inputs or meta["target_spec"] != training.target:
         sys.exit(f"FAIL  the traced model's step is not the one built here: {meta['input_specs']}, {meta['target_spec']}")
+
     def record(path=None):
+        # The inputs and the target as the recorder draws them: one seed, inputs first.
+        drawn = specs.make_tensors(training.inputs + ([training.target] if training.target else []))
+        inputs, target = (drawn[:-1], drawn[-1]) if training.target else (drawn, None)
         torch.manual_seed(0)
-        return eager.record_profile(cnn.build(), [torch.randn(32, 3, 32, 32)], loss="cross_entropy",
-                                    target=torch.randint(0, cnn.CLASSES, (32,)), path=path)
+        return eager.record_profile(catalogued.build(), inputs, loss=training.loss, target=target, path=path)
 
     eager_path = os.path.join(args.work, "eager.json")
     profile = record(eager_path)
