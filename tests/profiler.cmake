@@ -25,3 +25,13 @@ acprof_add_test(optimizer_tests
   SOURCES optimizer_test.cpp
   LIBS acprof_recorder acprof_planner
   FIXTURES test_models)
+
+# One test file beside each pass of the forward graph (profiler/graph/src/passes/): each pass on a
+# small scripted module, what it changes and what it leaves, and that the graph computes the same.
+acprof_add_test(profiler_graph_pass_tests OPTIMIZED
+  SOURCES profiler_pass_fold_constant_index_reads_test.cpp profiler_pass_functionalize_edited_lists_test.cpp
+          profiler_pass_hoist_attribute_reads_test.cpp profiler_pass_split_branches_test.cpp
+          profiler_pass_fold_dict_attribute_lookups_test.cpp
+  LIBS acprof_graph)
+target_include_directories(profiler_graph_pass_tests PRIVATE ${CMAKE_SOURCE_DIR}/profiler/graph/src)
+acprof_precompile_torch_headers(profiler_graph_pass_tests)
