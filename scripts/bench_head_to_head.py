@@ -6,7 +6,7 @@ against step time, each as a ratio to that engine's own baseline.
     scripts/bench_head_to_head.py --acprof /tmp/acprof-bench/bin/acprof --model gpt2_hf \
         [--rounds 3] [--work build/bench-head-to-head] [--svg docs/bench-gpt2_hf.svg]
 
---model is one of BENCH_MODELS below (Hugging Face GPT-2 and BERT from small random configs,
+--model is one of models/bench_models.py's BENCH_MODELS (Hugging Face GPT-2 and BERT from small random configs,
 the repo's own GPT, torchvision ResNet-50 and ViT-B/16, each at a size whose eager step takes
 about a second on a 2-core CPU and whose peak is mostly activations) or of
 models/reference_models.py's catalogue (the test uses gpt_small). Every model is built with
@@ -80,120 +80,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # the reference models' package (models/)
 sys.path.insert(0, os.path.join(REPO, "python"))  # acprof's eager path (python/acprof/eager)
 
-from models import export, gpt, reference_models, specs, training_step  # noqa: E402
+from models import export, reference_models, specs, training_step  # noqa: E402
+from models.bench_models import BENCH_MODELS, BenchModel, ListOfContainers, bench_model  # noqa: E402
 
 ACPROF_BUDGETS = ["80%", "60%", "40%", "30%"]
 COMPILE_BUDGETS = [0.5, 0.2, 0.0]
 TABLE_HEADER = "| engine | setting | peak | peak / baseline | step time | time / baseline | gradients | note |"
-
-
-# --- the models -------------------------------------------------------------------------------
-
-@dataclass
-class BenchModel:
-    build: Callable[[], nn.Module]  # called right after torch.manual_seed(0)
-    training: specs.TrainingSpecs
-    # The container whose children are the model's blocks, from the model: what per-block and
-    # selective checkpointing wrap, as a user would place them by hand.
-    blocks: Callable[[nn.Module], nn.Module]
-
-
-class TokenLogits(nn.Module):
-    """A transformers model called with its token ids only, returning the logits (as
-    scripts/zoo_export.py exports them)."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=input_ids, return_dict=False)[0]
-
-
-def hugging_face(model_class: str, config_class: str, **sizes) -> nn.Module:
-    import transformers
-    config = getattr(transformers, config_class)(attn_implementation="sdpa", use_cache=False, **sizes)
-    return TokenLogits(getattr(transformers, model_class)(config)).train()
-
-
-def tokens(batch: int, length: int, vocabulary: int) -> specs.TrainingSpecs:
-    spec = f"int64[{batch},{length}]:0..{vocabulary}"
-    return specs.TrainingSpecs(inputs=[spec], target=spec, loss="cross_entropy")
-
-
-def images(batch: int, side: int, classes: int = 1000) -> specs.TrainingSpecs:
-    return specs.TrainingSpecs(inputs=[f"float32[{batch},3,{side},{side}]"], target=f"int64[{batch}]:0..{classes}",
-                               loss="cross_entropy")
-
-
-def torchvision_model(name: str, **kwargs) -> nn.Module:
-    import torchvision
-    return torchvision.models.get_model(name, weights=None, **kwargs).train()
-
-
-def vision_transformer(layers: int, heads: int, width: int) -> nn.Module:
-    from torchvision.models.vision_transformer import VisionTransformer
-    return VisionTransformer(image_size=224, patch_size=16, num_layers=layers, num_heads=heads, hidden_dim=width,
-                             mlp_dim=4 * width).train()
-
-
-def resnet_blocks(model: nn.Module) -> nn.Module:
-    """ResNet's bottlenecks, the four stages' children, as one list (a view: the stages keep them)."""
-    return ListOfContainers([model.layer1, model.layer2, model.layer3, model.layer4])
-
-
-class ListOfContainers:
-    """Several block containers walked as one, for wrap_blocks."""
-
-    def __init__(self, containers):
-        self.containers = containers
-
-
-# Sizes: one eager step of about a second on the 2-core CPU of docs/benchmarks.md, with a peak
-# that is mostly activations (batch and length or resolution raised until they outweigh weights
-# and gradients). Dropout off everywhere: with it no two engines draw the same masks.
-GPT_BENCH = gpt.GptConfig(layers=4, width=256, heads=4, seq_len=256, vocab=512, dropout=0.0)
-BENCH_MODELS: Dict[str, BenchModel] = {
-    "gpt2_hf": BenchModel(
-        lambda: hugging_face("GPT2LMHeadModel", "GPT2Config", vocab_size=1000, n_embd=256, n_layer=4, n_head=4,
-                             n_positions=256, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                             bos_token_id=999, eos_token_id=999),
-        tokens(8, 256, 1000), lambda m: m.model.transformer.h),
-    "bert_hf": BenchModel(
-        lambda: hugging_face("BertForMaskedLM", "BertConfig", vocab_size=1000, hidden_size=256, num_hidden_layers=4,
-                             num_attention_heads=4, intermediate_size=1024, max_position_embeddings=256,
-                             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
-        tokens(8, 256, 1000), lambda m: m.model.bert.encoder.layer),
-    "gpt": BenchModel(functools.partial(gpt.build, GPT_BENCH), gpt.training_specs(GPT_BENCH, batch=16),
-                      lambda m: m.blocks),
-    "resnet50": BenchModel(lambda: torchvision_model("resnet50"), images(8, 128), resnet_blocks),
-    # ViT-B/16's layout (16-pixel patches of 224x224 images, pre-norm encoder blocks) at a quarter
-    # of its width and a third of its depth: vit_b_16 itself carries 660 MiB of weights and
-    # gradients, and a batch whose activations outweigh them takes over 10 s a step on this CPU.
-    "vit_p16_small": BenchModel(lambda: vision_transformer(layers=4, heads=4, width=192), images(8, 224),
-                                lambda m: m.encoder.layers),
-    # GPU sizes (--device cuda): GPT-2 124M (GPT2Config's defaults, 12 layers, width 768, its
-    # 50257-token vocabulary) at 8 x 1024 tokens, and ResNet-50 at batch 64 of 224x224 images.
-    "gpt2_124m_hf": BenchModel(
-        lambda: hugging_face("GPT2LMHeadModel", "GPT2Config", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0),
-        tokens(8, 1024, 50257), lambda m: m.model.transformer.h),
-    "resnet50_b64": BenchModel(lambda: torchvision_model("resnet50"), images(64, 224), resnet_blocks),
-}
-
-
-def bench_model(name: str) -> BenchModel:
-    if name in BENCH_MODELS:
-        return BENCH_MODELS[name]
-    reference = reference_models.CATALOGUE[name]
-
-    def blocks(model: nn.Module) -> nn.Module:
-        if isinstance(getattr(model, "blocks", None), (nn.Sequential, nn.ModuleList)):
-            return model.blocks
-        if isinstance(model, nn.Sequential):
-            return model
-        raise ValueError(f"{name} has no `blocks` container and is no nn.Sequential; say where its blocks are")
-
-    return BenchModel(reference.build, reference.training, blocks)
 
 
 def without_dropout(model: nn.Module) -> nn.Module:

@@ -60,6 +60,7 @@ from torch import nn
 # specs are written (models/export.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from models import export, model_sets, patterns, reference_models, specs, training_step  # noqa: E402
+from models.hugging_face import EncoderDecoderLogits, SignalLogits, TokenLogits  # noqa: E402
 
 BATCH = 2  # the smallest batch at which BatchNorm trains on a 1x1 feature map
 CLASSES = 1000
@@ -395,43 +396,6 @@ HF_SIGNALS = {
     "wav2vec2_ctc": ("input_values", f"float32[{BATCH},4000]"),
     "wav2vec2_ctc_without_spec_augment": ("input_values", f"float32[{BATCH},4000]"),
 }
-
-
-class TokenLogits(nn.Module):
-    """A transformers model called with its token ids only, returning the logits tensor. Its own
-    forward takes a dozen optional arguments (masks, caches, labels) and returns a tuple or a
-    ModelOutput; acprof wants one input spec per forward argument and a tensor to take the loss of."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=input_ids, return_dict=False)[0]
-
-
-class SignalLogits(nn.Module):
-    """The same for a model of pixels or of a waveform, called with that one named argument."""
-
-    def __init__(self, model: nn.Module, argument: str):
-        super().__init__()
-        self.model = model
-        self.argument = argument
-
-    def forward(self, signal: torch.Tensor) -> torch.Tensor:
-        return self.model(**{self.argument: signal}, return_dict=False)[0]
-
-
-class EncoderDecoderLogits(nn.Module):
-    """The same for an encoder-decoder model (T5): the encoder's and the decoder's token ids, passed
-    by name (T5's second positional argument is the encoder's attention mask)."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids: torch.Tensor, decoder_input_ids: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=input_ids, decoder_input_ids=decoder_input_ids, return_dict=False)[0]
 
 
 def transformers_version() -> str:
