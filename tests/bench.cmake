@@ -25,3 +25,11 @@ add_test(NAME bench_fsdp2_per_block_checkpoint_same_gradients_on_every_rank
          COMMAND ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/bench/fsdp2_checkpointing.py --world-size 2 --steps 1)
 set_tests_properties(bench_fsdp2_per_block_checkpoint_same_gradients_on_every_rank PROPERTIES TIMEOUT 300
                      ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python;GLOO_SOCKET_IFNAME=lo")
+
+# The budget sweep (bench/budget_sweep.py) at 4 budgets from the peak to the floor on a Hugging Face
+# Llama built from a config: acprof.fit's measured peak is within each budget, equals its prediction
+# and never exceeds a larger budget's; activation_memory_budget's sweep beside it is printed only.
+add_test(NAME bench_budget_sweep_acprof_peak_monotone_within_budget_as_predicted
+         COMMAND ${ACPROF_PYTHON} ${CMAKE_SOURCE_DIR}/bench/budget_sweep.py --points 4)
+set_tests_properties(bench_budget_sweep_acprof_peak_monotone_within_budget_as_predicted PROPERTIES TIMEOUT 400
+                     ENVIRONMENT "PYTHONPATH=${CMAKE_SOURCE_DIR}/python")
