@@ -30,7 +30,7 @@ set_tests_properties(python_fit_estimate_apply_predicted_equals_measured_bit_for
 # acprof; what it does not measure refused (tests/python/data_parallel_fit_test.py). About 50 s.
 add_test(NAME python_ddp_fit_per_rank_predicted_equals_measured_bit_for_bit
          COMMAND ${ACPROF_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/data_parallel_fit_test.py)
-set_tests_properties(python_ddp_fit_per_rank_predicted_equals_measured_bit_for_bit PROPERTIES TIMEOUT 400)
+set_tests_properties(python_ddp_fit_per_rank_predicted_equals_measured_bit_for_bit PROPERTIES TIMEOUT 400 RUN_SERIAL TRUE)
 
 # acprof_add_eager_test(<name> <model> <budget: floor|halfway> [op a segment must hold] [AUTOCAST dtype]
 #                       [UNIT_OP_TIMES: plan from 1 us per op, the same plan on every machine])
