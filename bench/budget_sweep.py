@@ -26,6 +26,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, ".."), os.path.join(HERE, "..", "python")]
 
+from step_peak import step_peak  # noqa: E402  (bench/, beside this file)
+
 TOKENS = (4, 128)
 VOCAB = 512
 
@@ -36,15 +38,6 @@ def build():
     return hugging_face.build("LlamaForCausalLM", "LlamaConfig", vocab_size=VOCAB, hidden_size=128,
                               intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
                               num_key_value_heads=2, max_position_embeddings=256)
-
-
-def step_peak(step) -> int:
-    from acprof.eager.recorder import what_the_profiler_saw
-    live = peak = 0
-    for event in what_the_profiler_saw(step).events:
-        live += event["delta_bytes"]
-        peak = max(peak, live)
-    return peak
 
 
 def compile_sweep(tokens, points):

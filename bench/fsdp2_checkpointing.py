@@ -29,6 +29,8 @@ import torch.multiprocessing as mp
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..")]
 
+from step_peak import step_peak  # noqa: E402  (bench/, beside this file)
+
 SETTINGS = ("no checkpointing", "per-block checkpoint (non-reentrant)")
 
 
@@ -47,18 +49,6 @@ def build(setting: str, mesh):
         fully_shard(block, mesh=mesh)
     fully_shard(model, mesh=mesh)
     return model
-
-
-def step_peak(step) -> int:
-    """The largest sum of the step's own allocations and frees at any point, in bytes, from the
-    profiler's CPU allocation events as acprof's recorder reads them."""
-    from acprof.eager.recorder import what_the_profiler_saw
-
-    live = peak = 0
-    for event in what_the_profiler_saw(step).events:
-        live += event["delta_bytes"]
-        peak = max(peak, live)
-    return peak
 
 
 def rank_main(rank: int, world: int, init: str, steps: int, out: str) -> None:
