@@ -17,6 +17,22 @@ def build(model_class: str, config_class: str, **config) -> nn.Module:
     return TokenLogits(getattr(transformers, model_class)(made)).train()
 
 
+# The small Llama of pytorch/pytorch#197838's kind (activation_memory_budget's peak not monotone):
+# grouped-query attention, two layers, sized so that activations are most of a step's peak at
+# SMALL_LLAMA_TOKENS. bench/budget_sweep.py sweeps it; tests/python/fit_compiled_test.py fits it.
+SMALL_LLAMA_VOCAB = 512
+SMALL_LLAMA_TOKENS = (4, 128)
+
+
+def small_llama() -> nn.Module:
+    """LlamaForCausalLM from a config: hidden 128, 4 heads over 2 key/value heads, vocabulary
+    SMALL_LLAMA_VOCAB, seeded 0."""
+    torch.manual_seed(0)
+    return build("LlamaForCausalLM", "LlamaConfig", vocab_size=SMALL_LLAMA_VOCAB, hidden_size=128,
+                 intermediate_size=512, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                 max_position_embeddings=256)
+
+
 class TokenLogits(nn.Module):
     """A transformers model called with its token ids only, returning the logits tensor."""
 

@@ -24,6 +24,13 @@ add_test(NAME python_package_units_without_binary_or_engine
 add_test(NAME python_fit_estimate_apply_predicted_equals_measured_bit_for_bit
          COMMAND ${ACPROF_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/fit_test.py)
 set_tests_properties(python_fit_estimate_apply_predicted_equals_measured_bit_for_bit PROPERTIES TIMEOUT 300)
+# acprof.fit(compile=True): the plan inside torch.compile's step on a Hugging Face Llama with AdamW,
+# measured within the budget and below torch.compile's own step, compiled, trained like
+# torch.compile of the model; a budget no plan's compiled step reaches refused
+# (tests/python/fit_compiled_test.py). About 2 minutes.
+add_test(NAME python_fit_compiled_within_budget_below_compile_alone_same_training
+         COMMAND ${ACPROF_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/fit_compiled_test.py)
+set_tests_properties(python_fit_compiled_within_budget_below_compile_alone_same_training PROPERTIES TIMEOUT 600)
 # acprof.fit of a DistributedDataParallel module on 2 and 4 gloo ranks of this CPU (a GPT-style
 # decoder, a Hugging Face Llama): per-rank predicted = measured to the byte within the budget, DDP's
 # buckets in the profile, one plan on every rank, the user's loop bit for bit against DDP without

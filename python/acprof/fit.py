@@ -33,6 +33,7 @@ from . import engine
 from .errors import AcprofError, BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
 from .eager import data_parallel
 from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
+from .eager.compiled import CompiledPlan
 from .eager.call import Call, positional, tensors_text
 from .eager.recorder import (ProfileCost, TrainingStep, collections_of_new_objects_only, compute_loss,
                              measure_step, record_profile)
@@ -54,13 +55,17 @@ class FitResult:
     Attributes:
         module: the model itself, whose forward now runs the plan in training (fit installs it:
             the same object, class, attributes and state_dict keys; `remove()` takes it out);
-            for a DistributedDataParallel model, the module it wraps, and the DDP model trains on.
+            for a DistributedDataParallel model, the module it wraps, and the DDP model trains on;
+            with compile, an eager.compiled.CompiledPlan around the model (the model itself keeps
+            the eager plan installed).
         plan: plan.json's content (segments, predicted peak and extra time).
         profile: profile.json's content of the model's step, which the plan was made from.
         budget_bytes: the budget in bytes.
         peak_bytes: the model's own step's measured peak, without acprof.
-        predicted_peak_bytes: the plan's predicted peak.
-        measured_peak_bytes: the checkpointed module's measured peak (None with verify=False).
+        predicted_peak_bytes: the plan's predicted peak (of the eager step: with compile, the
+            compiled step's is measured, not predicted).
+        measured_peak_bytes: the checkpointed module's measured peak (None with verify=False); with
+            compile, its compiled step's.
         predicted_extra_time_share: the plan's predicted extra time over the profiled step.
         segments: how many segments are checkpointed.
         verification: how the result was verified (mode, what was compared, the largest
@@ -79,7 +84,7 @@ class FitResult:
 
     def remove(self) -> None:
         """Takes the plan out of the model: its forward is its class's again."""
-        uninstall(self.module)
+        uninstall(self.module.module if isinstance(self.module, CompiledPlan) else self.module)
 
     def save(self, path: str) -> None:
         """Writes the plan to `path` and its profile beside it (`<path without .json>.profile.json`),
@@ -115,13 +120,20 @@ class Estimate:
 def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
         loss_fn: Optional[Callable[[Any], torch.Tensor]] = None,
         optimizer: Optional[torch.optim.Optimizer] = None, verify: bool = True, solver: str = "auto",
-        seed: int = 0) -> FitResult:
+        seed: int = 0, compile: Union[bool, Mapping[str, Any]] = False) -> FitResult:
     """`model` checkpointed to train within `budget` ("6GB", "512MiB", "60%" of its step's peak,
     or bytes) on inputs like `example_inputs` (a tensor, the positional arguments, or a mapping of
     keyword arguments such as `dict(input_ids=x, labels=y)`), verified. `loss_fn(output)` is the
     loss backward runs from (default: the output's own `loss` where it has one, as a transformers
     model given labels does, else the mean of its floating-point tensors); `optimizer`, over the
-    model's parameters, steps after backward, as in the user's loop."""
+    model's parameters, steps after backward, as in the user's loop. With `compile` (True, or
+    torch.compile's keyword arguments), `module` is the model's forward compiled with the plan
+    inside it (compiled_fit.py): its compiled step measured within the budget and verified against
+    torch.compile of the model."""
+    if compile:
+        from .compiled_fit import fit_compiled
+        options = dict(compile) if isinstance(compile, Mapping) else {}
+        return fit_compiled(model, example_inputs, budget, loss_fn, optimizer, verify, solver, seed, options)
     with collections_of_new_objects_only():
         return _fit(model, example_inputs, budget, loss_fn, optimizer, verify, solver, seed)
 

@@ -161,3 +161,36 @@ def test_training_state_kept_puts_back_mode_buffers_gradients_and_generator():
     assert torch.equal(model[1].running_mean, mean)
     assert all(p.grad is None for p in model.parameters())
     assert torch.equal(torch.get_rng_state(), generator)
+
+
+# -- the plan inside torch.compile (eager/compiled.py) --------------------------------------------
+
+def test_traced_ops_take_the_decision_of_the_profiled_op_they_align_with_and_added_ops_none():
+    from acprof.eager.compiled import aligned_decisions
+    aten = torch.ops.aten
+    profiled = [(aten.mm.default, True), (aten.add.Tensor, False), (aten._local_scalar_dense.default, False),
+                (aten.relu.default, True), (aten.mm.default, False)]
+    # The trace adds an unsqueeze and an add before the first mm (a mask built another way) and
+    # drops the .item() eager ran: matching by the op's count alone would give the added add the
+    # profiled add's decision and shift every later one.
+    traced = [aten.unsqueeze.default, aten.add.Tensor, aten.mm.default, aten.add.Tensor, aten.relu.default,
+              aten.mm.default]
+    assert aligned_decisions(profiled, traced) == [None, None, True, False, True, False]
+
+
+def test_plan_policy_recomputes_the_plans_ops_saves_the_rest_and_never_recomputes_a_random_op():
+    from torch.utils.checkpoint import CheckpointPolicy, SelectiveCheckpointContext
+    from acprof.eager.compiled import PlanPolicy
+    aten = torch.ops.aten
+    traced = [aten.mm.default, aten.bernoulli_.float, aten.relu.default, aten.add.Tensor]
+    policy = PlanPolicy(traced, [True, True, False, None])
+    forward = SelectiveCheckpointContext(is_recompute=False)
+    got = [policy(forward, op) for op in traced]
+    assert got == [CheckpointPolicy.MUST_RECOMPUTE, CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE,
+                   CheckpointPolicy.PREFER_SAVE]
+    assert (policy.recomputed, policy.unmatched) == (1, 1)
+    # Another op than the one recorded at a position is not the plan's: saved, counted unmatched.
+    assert policy(forward, aten.mm.default) == CheckpointPolicy.PREFER_SAVE and policy.unmatched == 2
+    # A recompute (eager SAC asks again) counts apart and adds nothing to the forward's counts.
+    again = SelectiveCheckpointContext(is_recompute=True)
+    assert policy(again, aten.mm.default) == CheckpointPolicy.MUST_RECOMPUTE and policy.recomputed == 1
