@@ -761,54 +761,39 @@ def legend_label(row: Row, number_of: Dict[str, int]) -> str:
 
 
 def frontier_svg(title: str, rows: List[Row]) -> str:
-    """Peak ratio (y) against time ratio (x), every measured row a point, each acprof sweep's
-    frontier (from its baseline, the TorchScript model or eager's, down to its floor: the points no
-    other point of the sweep beats on both) a line. Plain SVG: no plotting library needed."""
+    """Peak ratio (y) against time ratio (x), every measured row a numbered point (torch.compile's
+    squares), each acprof sweep's frontier (from its baseline, the TorchScript model or eager's,
+    down to its floor: the points no other point of the sweep beats on both) a line, drawn with
+    matplotlib; the legend gives each number's row and its two ratios."""
+    import io
+    import matplotlib
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
     points = [row for row in rows if row.peak_ratio is not None]
     number_of = {f"{row.engine} {row.setting}": index + 1 for index, row in enumerate(points)}
-    width, height, left, right, top, bottom = 1000, max(480, 60 + 15 * len(points)), 60, 440, 40, 50
-    x_max = max([1.2] + [row.time_ratio for row in points]) * 1.05
-    y_max = max([1.05] + [row.peak_ratio for row in points]) * 1.05
-    x_min = min([1.0] + [row.time_ratio for row in points]) * 0.95
-    plot_w, plot_h = width - left - right, height - top - bottom
-
-    def x(value):
-        return left + (value - x_min) / (x_max - x_min) * plot_w
-
-    def y(value):
-        return top + plot_h - value / y_max * plot_h
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-           f'font-size="11">', f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{left}" y="20" font-size="14">{title}</text>']
-    for i in range(6):  # grid
-        gx, gy = x_min + (x_max - x_min) * i / 5, y_max * i / 5
-        out.append(f'<line x1="{x(gx):.1f}" y1="{top}" x2="{x(gx):.1f}" y2="{top + plot_h}" stroke="#eee"/>')
-        out.append(f'<text x="{x(gx):.1f}" y="{top + plot_h + 15}" text-anchor="middle">{gx:.2f}</text>')
-        out.append(f'<line x1="{left}" y1="{y(gy):.1f}" x2="{left + plot_w}" y2="{y(gy):.1f}" stroke="#eee"/>')
-        out.append(f'<text x="{left - 5}" y="{y(gy) + 4:.1f}" text-anchor="end">{gy:.2f}</text>')
-    out.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#444"/>')
-    out.append(f'<text x="{left + plot_w / 2}" y="{height - 12}" text-anchor="middle">step time / engine baseline'
-               f'</text>')
-    out.append(f'<text x="15" y="{top + plot_h / 2}" text-anchor="middle" transform="rotate(-90 15 '
-               f'{top + plot_h / 2})">peak / engine baseline</text>')
+    figure, axes = plt.subplots(figsize=(10, max(4.8, 0.6 + 0.15 * len(points))))
     for engine, start in (("acprof", ("TorchScript", "baseline")), ("acprof (eager)", ("eager", "baseline"))):
         sweep = pareto_front([row for row in points if row.engine == engine or (row.engine, row.setting) == start])
         if len(sweep) > 1:
-            path = " ".join(f"{x(r.time_ratio):.1f},{y(r.peak_ratio):.1f}" for r in sweep)
-            out.append(f'<polyline points="{path}" fill="none" stroke="{ENGINE_COLOURS[engine]}" stroke-width="2"/>')
+            axes.plot([r.time_ratio for r in sweep], [r.peak_ratio for r in sweep], color=ENGINE_COLOURS[engine],
+                      linewidth=2)
     for index, row in enumerate(points):
-        colour = ENGINE_COLOURS.get(row.engine, "#000")
-        px, py = x(row.time_ratio), y(row.peak_ratio)
-        marker = (f'<circle cx="{px:.1f}" cy="{py:.1f}" r="4" fill="{colour}"/>' if row.engine != "torch.compile" else
-                  f'<rect x="{px - 4:.1f}" y="{py - 4:.1f}" width="8" height="8" fill="{colour}"/>')
-        out.append(marker)
-        out.append(f'<text x="{px + 6:.1f}" y="{py - 4:.1f}" font-size="10">{index + 1}</text>')
-        legend_y = top + 12 + index * 15
-        out.append(f'<text x="{left + plot_w + 12}" y="{legend_y}" fill="{colour}">{index + 1}. '
-                   f'{legend_label(row, number_of)} ({row.peak_ratio:.2f}, {row.time_ratio:.2f})</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+        axes.scatter([row.time_ratio], [row.peak_ratio], color=ENGINE_COLOURS.get(row.engine, "#000"),
+                     marker="s" if row.engine == "torch.compile" else "o",
+                     label=f"{index + 1}. {legend_label(row, number_of)} ({row.peak_ratio:.2f}, {row.time_ratio:.2f})")
+        axes.annotate(str(index + 1), (row.time_ratio, row.peak_ratio), textcoords="offset points", xytext=(5, 3),
+                      fontsize=8)
+    axes.set_xlabel("step time / engine baseline")
+    axes.set_ylabel("peak / engine baseline")
+    axes.set_ylim(bottom=0)
+    axes.set_title(title)
+    axes.grid(True, color="#eeeeee")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    figure.tight_layout()
+    out = io.StringIO()
+    figure.savefig(out, format="svg", metadata={"Date": None})
+    plt.close(figure)
+    return out.getvalue()
 
 
 def export_traced(bench: BenchModel, training: specs.TrainingSpecs, path: str, device: str) -> None:
