@@ -17,7 +17,8 @@ fits, InfeasibleBudget names the smallest compiled peak a rung reached.
 
 The gradients, loss and buffers are compared with torch.compile of the model itself, within the
 largest difference compile itself makes against the eager step (inductor reorders floating-point
-sums; a difference larger than its own is acprof's).
+sums; a difference larger than its own is acprof's), or bit for bit where that difference is not
+rounding (a model with dropout: compile draws its own masks).
 """
 
 import copy
@@ -32,6 +33,11 @@ from .eager.call import positional
 from .eager.compiled import CompiledPlan, traced_ops
 from .eager.recorder import ProfileCost, measure_step
 from .eager.verification import compare_steps
+
+# Where torch.compile of the model differs from its eager step by more than this share of the
+# largest value compared, the difference is not rounding (compile's dropout draws from inductor's own
+# generator: 0.39 on a decoder whose eager and compiled steps differ by 4.4e-5 without dropout).
+ROUNDING = 1e-3
 
 # The ladder's rungs, the eager step's peak and floor among them: each rung tried is one compile of
 # the step (about 10 s for a two-layer Llama on this CPU).
@@ -120,6 +126,7 @@ def fit_compiled(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, o
     policy = module.policies[-1]
     result.verification = {
         "mode": "compiled", "tolerance": tolerance, "max_abs_diff": verdict["max_abs_diff"],
+        "compile_eager_difference": verdict["compile_eager_difference"],
         "gradients_compared": verdict["gradients_compared"], "buffers_compared": verdict["buffers_compared"],
         "parameters_compared": verdict["parameters_compared"],
         "compiled_original_measured_peak_bytes": original["peak_bytes"],
@@ -130,17 +137,27 @@ def fit_compiled(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, o
 
 def _compare_with_compiled_model(model, measured, args, kwargs, compile_options, after: dict) -> tuple:
     """The compiled plan's step against torch.compile of the model, within compile's own difference
-    from the model's eager step."""
+    from the model's eager step where that difference is rounding (at most ROUNDING of the largest
+    value compared); where it is more, compile drew other random numbers than eager (inductor's own
+    generator for dropout), and the compiled plan must equal compile's step bit for bit."""
     eager = measured(model)
     original = measured(CompiledPlan(model, None, args, kwargs, **compile_options))
-    tolerance = compare_steps(eager, original, "", None)["max_abs_diff"]
+    gap = compare_steps(eager, original, "", None)["max_abs_diff"]
+    tolerance = gap if gap <= ROUNDING * _largest(original) else 0.0
     verdict = compare_steps(original, after, "", tolerance)
     if verdict["differences"]:
         raise VerificationFailed(f"the compiled checkpointed module does not train like torch.compile of "
-                                 f"{type(model).__name__} within compile's own difference from eager "
-                                 f"({tolerance:.3g}): {'; '.join(verdict['differences'][:2])}; please report it "
+                                 f"{type(model).__name__} within {tolerance:.3g} (compile's own difference from eager "
+                                 f"was {gap:.3g}): {'; '.join(verdict['differences'][:2])}; please report it "
                                  "with the model")
+    verdict["compile_eager_difference"] = gap
     return verdict, tolerance, original
+
+
+def _largest(step: dict) -> float:
+    """The largest magnitude among a measured step's loss, gradients, buffers and parameters."""
+    tensors = [step["loss"]] + [t for kind in ("gradients", "buffers", "parameters") for t in step.get(kind, {}).values()]
+    return max((t.detach().abs().max().item() for t in tensors if t.is_floating_point() and t.numel()), default=0.0)
 
 
 def _renamed(step: dict, prefix: str) -> dict:
