@@ -5,6 +5,7 @@
     fitted.module is model              # the plan is installed in the model's own forward
     acprof.estimate(model, example_inputs, budget="6GB").verdict   # before training: will it fit?
     acprof.apply(model, "plan.json", example_inputs)                # a plan fitted.save() wrote
+    acprof.fit(model, example_inputs, budget="6GB", compile=True).module   # the plan inside torch.compile
 
 (acprof/fit.py says what each does.) A model rewritten by `acprof rewrite` (TorchScript) trains
 with `acprof.load`:
