@@ -75,7 +75,8 @@ def ladder(peak: int, floor: int) -> List[int]:
 
 def fit_compiled(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, optimizer, verify: bool,
                  solver: str, seed: int, compile_options: dict):
-    from .fit import FitResult, _call, _loss, _outcome, _plan, _profile, _unwrapped, uninstall  # fit.py calls this
+    from .fit import (FitResult, _budget_text, _call, _floor_bytes, _loss, _outcome, _plan,  # fit.py calls this
+                      _profile, _unwrapped, uninstall)
 
     ddp, _ = _unwrapped(model)
     if ddp is not None:
@@ -88,12 +89,11 @@ def fit_compiled(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, o
         graph, profile = _profile(model, call.tensors, loss_fn, optimizer, seed, ProfileCost(), most_iterations=1)
     peak = profile["summary"]["peak_bytes"]
     try:
-        budget_bytes = engine.budget_bytes(f"{budget}B" if isinstance(budget, int) else budget, peak)
+        budget_bytes = engine.budget_bytes(_budget_text(budget), peak)
     except engine.EngineError as e:
         raise BadInput(str(e)) from None
     timeless = with_unit_op_times(profile)
-    outcome = _outcome(timeless, "1B", solver)
-    floor = peak if outcome["feasible"] else outcome["smallest_peak_bytes"]
+    floor = _floor_bytes(_outcome(timeless, "1B", solver), peak)
     traced = traced_ops(model, args, kwargs)  # the same trace for every rung
 
     def measured(target: torch.nn.Module) -> dict:
@@ -105,7 +105,7 @@ def fit_compiled(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, o
     for eager_budget in ladder(peak, floor):
         plan = _plan(timeless, eager_budget, solver)
         checkpointed = apply_plan(model, plan, profile=timeless, graph=graph)
-        module = CompiledPlan(model, checkpointed, args, kwargs, traced=traced, **compile_options)
+        module = CompiledPlan(model, checkpointed, traced, **compile_options)
         after = measured(module)
         tried.append((eager_budget, after["peak_bytes"]))
         if after["peak_bytes"] <= budget_bytes:
@@ -122,7 +122,7 @@ def fit_compiled(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, o
                        plan.get("extra_time_us", 0) / baseline if baseline > 0 else 0.0, len(plan["segments"]))
     if not verify:  # the budget is still kept: every rung tried was measured
         return result
-    verdict, tolerance, original = _compare_with_compiled_model(model, measured, args, kwargs, compile_options, after)
+    verdict, tolerance, original = _compare_with_compiled_model(model, measured, compile_options, after)
     policy = module.policies[-1]
     result.verification = {
         "mode": "compiled", "tolerance": tolerance, "max_abs_diff": verdict["max_abs_diff"],
@@ -135,13 +135,13 @@ def fit_compiled(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, o
     return result
 
 
-def _compare_with_compiled_model(model, measured, args, kwargs, compile_options, after: dict) -> tuple:
+def _compare_with_compiled_model(model, measured, compile_options, after: dict) -> tuple:
     """The compiled plan's step against torch.compile of the model, within compile's own difference
     from the model's eager step where that difference is rounding (at most ROUNDING of the largest
     value compared); where it is more, compile drew other random numbers than eager (inductor's own
     generator for dropout), and the compiled plan must equal compile's step bit for bit."""
     eager = measured(model)
-    original = measured(CompiledPlan(model, None, args, kwargs, **compile_options))
+    original = measured(CompiledPlan(model, **compile_options))
     gap = compare_steps(eager, original, "", None)["max_abs_diff"]
     tolerance = gap if gap <= ROUNDING * _largest(original) else 0.0
     verdict = compare_steps(original, after, "", tolerance)

@@ -33,7 +33,6 @@ from . import engine
 from .errors import AcprofError, BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
 from .eager import data_parallel
 from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
-from .eager.compiled import CompiledPlan
 from .eager.call import Call, positional, tensors_text
 from .eager.recorder import (ProfileCost, TrainingStep, collections_of_new_objects_only, compute_loss,
                              measure_step, record_profile)
@@ -56,8 +55,8 @@ class FitResult:
         module: the model itself, whose forward now runs the plan in training (fit installs it:
             the same object, class, attributes and state_dict keys; `remove()` takes it out);
             for a DistributedDataParallel model, the module it wraps, and the DDP model trains on;
-            with compile, an eager.compiled.CompiledPlan around the model (the model itself keeps
-            the eager plan installed).
+            with compile, an eager.compiled.CompiledPlan around the model, which fit leaves
+            without a plan installed (remove() then has nothing to take out).
         plan: plan.json's content (segments, predicted peak and extra time).
         profile: profile.json's content of the model's step, which the plan was made from.
         budget_bytes: the budget in bytes.
@@ -65,8 +64,9 @@ class FitResult:
         predicted_peak_bytes: the plan's predicted peak (of the eager step: with compile, the
             compiled step's is measured, not predicted).
         measured_peak_bytes: the checkpointed module's measured peak (None with verify=False); with
-            compile, its compiled step's.
-        predicted_extra_time_share: the plan's predicted extra time over the profiled step.
+            compile, its compiled step's, measured with verify=False too.
+        predicted_extra_time_share: the plan's predicted extra time over the profiled step (with
+            compile, from a profile whose ops all take 1 us: a share of ops, not of time).
         segments: how many segments are checkpointed.
         verification: how the result was verified (mode, what was compared, the largest
             difference), None with verify=False.
@@ -84,7 +84,7 @@ class FitResult:
 
     def remove(self) -> None:
         """Takes the plan out of the model: its forward is its class's again."""
-        uninstall(self.module.module if isinstance(self.module, CompiledPlan) else self.module)
+        uninstall(self.module)
 
     def save(self, path: str) -> None:
         """Writes the plan to `path` and its profile beside it (`<path without .json>.profile.json`),
@@ -232,8 +232,7 @@ def _estimate(model, example_inputs, budget, loss_fn, optimizer, solver, seed) -
                               most_iterations=1 if budget is None else None, extra_statics=buckets)
     peak = profile["summary"]["peak_bytes"]
     floor = _outcome(profile, "1B", solver)  # no step fits in a byte: the planner's floor search
-    floor_bytes = peak if floor["feasible"] else floor["smallest_peak_bytes"]
-    answer = Estimate(None, peak, floor_bytes, floor.get("floor", {}))
+    answer = Estimate(None, peak, _floor_bytes(floor, peak), floor.get("floor", {}))
     if budget is None:
         return answer
     outcome = _outcome(profile, _budget_text(budget), solver)
@@ -470,6 +469,11 @@ def _outcome(profile: dict, budget: str, solver: str) -> dict:
         return engine.plan_outcome(profile, budget, solver)
     except engine.EngineError as e:
         raise BadInput(str(e)) from None
+
+
+def _floor_bytes(floor_outcome: dict, peak: int) -> int:
+    """The smallest peak a plan reaches, from the outcome of planning for one byte."""
+    return peak if floor_outcome["feasible"] else floor_outcome["smallest_peak_bytes"]
 
 
 def _plan(profile: dict, budget: Union[str, int], solver: str) -> dict:
