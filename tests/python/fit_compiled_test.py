@@ -54,7 +54,7 @@ def test_the_compiled_plan_is_within_the_budget_below_compile_alone_and_trains_l
     reference = copy.deepcopy(model)
     optimizer = torch.optim.AdamW(model.parameters())
     alone = llama()
-    compiled_alone = measure_step(CompiledPlan(alone, None, [TOKENS]), [TOKENS], loss,
+    compiled_alone = measure_step(CompiledPlan(alone), [TOKENS], loss,
                                   optimizer=torch.optim.AdamW(alone.parameters()))["peak_bytes"]
     budget = int(0.93 * compiled_alone)
     fitted = acprof.fit(model, TOKENS, budget=budget, loss_fn=loss, optimizer=optimizer, compile=True)

@@ -141,21 +141,19 @@ def traced_ops(module: torch.nn.Module, args: Sequence[Any], kwargs: Dict[str, A
 
 class CompiledPlan(torch.nn.Module):
     """`torch.compile` of the module's own forward (its class's, not an installed plan's) under a
-    selective checkpoint whose policy is the plan, traced once beforehand at `args`/`kwargs` (or
-    `traced`, traced_ops' answer there, which no plan changes); with
-    no plan (`checkpointed=None`), of the forward alone, as a user compiles the model. It shares the
-    module's parameters and buffers. `policies` holds the policy of every trace the compiler made,
-    the latest last."""
+    selective checkpoint whose policy is the plan, given `traced` (traced_ops' answer at the call
+    compiled, which no plan changes); with no plan, of the forward alone, as a user compiles the
+    model. It shares the module's parameters and buffers. `policies` holds the policy of every
+    trace the compiler made, the latest last."""
 
-    def __init__(self, module: torch.nn.Module, checkpointed: Optional[CheckpointedModule], args: Sequence[Any],
-                 kwargs: Optional[Dict[str, Any]] = None, traced: Optional[List[Any]] = None, **compile_options):
+    def __init__(self, module: torch.nn.Module, checkpointed: Optional[CheckpointedModule] = None,
+                 traced: Optional[List[Any]] = None, **compile_options):
         super().__init__()
         self.module = module
         self.policies: List[PlanPolicy] = []
         if checkpointed is None:
             self._compiled = torch.compile(_uncheckpointed(module), **compile_options)
             return
-        traced = traced if traced is not None else traced_ops(module, args, kwargs or {})
         decisions = aligned_decisions(profiled_ops(checkpointed), traced)
 
         def make_policy():
