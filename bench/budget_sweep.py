@@ -9,8 +9,8 @@ three memory knobs, each step's peak and time measured the same way, in one run 
   - acprof.fit (eager, no compile) at budgets from the model's profiled peak down to its floor in
     equal steps, in bytes.
   - acprof.fit(compile=True), the plan inside the compiled step, at budgets from torch.compile's
-    own peak (no activation_memory_budget) down to the smallest compiled peak acprof reaches (its
-    eager floor's plan, compiled), in equal steps, in bytes; and at each activation_memory_budget
+    own peak (no activation_memory_budget) down to the smallest compiled peak acprof reaches (the
+    smallest of its ladder's plans, compiled), in equal steps, in bytes; and at each activation_memory_budget
     point's measured peak, where its time is compared with that point's.
 For each point: the measured peak of a training step (forward, loss, backward; the parameters,
 inputs and what the step allocates, as acprof.fit measures: recorder.measure_step, after a warm-up
@@ -109,15 +109,14 @@ def fit_compiled(budget, tokens):
 
 
 def acprof_compiled_floor(tokens) -> int:
-    """The smallest compiled peak acprof reaches: the eager floor's plan, compiled (the peak that
-    fit names when asked for less)."""
+    """The smallest compiled peak acprof reaches: the smallest of its ladder's plans compiled, which
+    fit names when asked for a budget no plan meets (one byte)."""
     import acprof
-    loss = loss_of(tokens)
-    floor = acprof.estimate(build(), tokens, loss_fn=loss).floor_bytes
     try:
-        return acprof.fit(build(), tokens, budget=floor, loss_fn=loss, compile=True).measured_peak_bytes
+        acprof.fit(build(), tokens, budget=1, loss_fn=loss_of(tokens), compile=True)
     except acprof.InfeasibleBudget as e:
         return e.floor_bytes
+    raise AssertionError("acprof.fit(compile=True) met a budget of one byte")
 
 
 def monotone_marks(peaks):
