@@ -12,7 +12,8 @@ setting's gradients after the first step are compared, on every rank, with the u
 equal means bit for bit (torch.equal on each sharded gradient), and the script exits 1 where a
 setting's are not. Ratios are against no checkpointing. The peak is given as the largest and the
 least of the measured steps: on gloo they differ from step to step (see docs/benchmarks.md).
-acprof's own row is absent: acprof refuses FSDP-sharded models so far (docs/data-parallel.md).
+acprof's own rows are not here yet; acprof.fit of a fully_shard model is measured in
+tests/python/fsdp2_fit_test.py (docs/data-parallel.md).
 """
 
 import argparse

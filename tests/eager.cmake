@@ -39,6 +39,14 @@ add_test(NAME python_ddp_fit_per_rank_predicted_equals_measured_bit_for_bit
          COMMAND ${ACPROF_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/data_parallel_fit_test.py)
 set_tests_properties(python_ddp_fit_per_rank_predicted_equals_measured_bit_for_bit PROPERTIES TIMEOUT 400 RUN_SERIAL TRUE)
 
+# acprof.fit of a model sharded by FSDP2 (fully_shard on each block, then the root) on 2 and 4
+# gloo ranks (a GPT-style decoder, a Hugging Face Llama) with AdamW: a plan inside each unit, the
+# largest rank's measured peak within the budget, one plan on every rank, the user's loop bit for
+# bit against the same FSDP2 setup without acprof (tests/python/fsdp2_fit_test.py). About 1 minute.
+add_test(NAME python_fsdp2_fit_within_budget_same_plan_bit_for_bit
+         COMMAND ${ACPROF_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/fsdp2_fit_test.py)
+set_tests_properties(python_fsdp2_fit_within_budget_same_plan_bit_for_bit PROPERTIES TIMEOUT 600 RUN_SERIAL TRUE)
+
 # acprof_add_eager_test(<name> <model> <budget: floor|halfway> [op a segment must hold] [AUTOCAST dtype]
 #                       [UNIT_OP_TIMES: plan from 1 us per op, the same plan on every machine])
 function(acprof_add_eager_test name model budget)

@@ -31,7 +31,7 @@ import torch
 
 from . import engine
 from .errors import AcprofError, BadInput, BudgetExceeded, InfeasibleBudget, ModelFails, VerificationFailed
-from .eager import data_parallel
+from .eager import data_parallel, sharded
 from .eager.apply import CheckpointedModule, PlanMismatch, apply_plan
 from .eager.call import Call, positional, tensors_text
 from .eager.recorder import (ProfileCost, TrainingStep, collections_of_new_objects_only, compute_loss,
@@ -130,6 +130,12 @@ def fit(model: torch.nn.Module, example_inputs: Inputs, budget: Union[str, int],
     torch.compile's keyword arguments), `module` is the model's forward compiled with the plan
     inside it (compiled_fit.py): its compiled step measured within the budget and verified against
     torch.compile of the model."""
+    if sharded.is_sharded_root(model):
+        if compile:
+            raise BadInput("compile=True takes an unsharded module; fit the fully_shard model without compile")
+        from .sharded_fit import fit_sharded
+        with collections_of_new_objects_only():
+            return fit_sharded(model, example_inputs, budget, loss_fn, optimizer, verify, solver, seed)
     if compile:
         from .compiled_fit import fit_compiled
         options = dict(compile) if isinstance(compile, Mapping) else {}
@@ -386,10 +392,14 @@ def _plan_at(model: torch.nn.Module, checkpointed: CheckpointedModule, called: C
 
 
 def uninstall(model: torch.nn.Module) -> None:
-    """Takes a plan that fit or apply installed out of the model (nothing where there is none)."""
+    """Takes a plan that fit or apply installed out of the model (nothing where there is none),
+    and the plans fit installed in the FSDP units of a sharded one."""
     installed = model.__dict__.get("forward")
     if installed is not None and hasattr(installed, "acprof_checkpointed"):
         del model.__dict__["forward"]
+    if sharded.is_sharded_root(model):
+        for unit in sharded.units_of(model):
+            sharded.remove_policy(unit)
 
 
 def installed_plan(model: torch.nn.Module) -> Optional[CheckpointedModule]:

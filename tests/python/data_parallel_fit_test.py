@@ -116,9 +116,8 @@ def rank_refusals(rank, world, rendezvous, name, out):
     from torch.distributed.fsdp import fully_shard
     sharded = copy.deepcopy(model)
     mesh = init_device_mesh("cpu", (world,))
-    for block in sharded.blocks:
+    for block in sharded.blocks:  # the blocks sharded, the root not: acprof.fit fits a fully_shard root
         fully_shard(block, mesh=mesh)
-    fully_shard(sharded, mesh=mesh)
     longer = batch(torch.Generator().manual_seed(rank))[:, : 64 - 16 * rank]  # rank 1 at 48 tokens
     try:
         acprof.fit(DDP(copy.deepcopy(model), broadcast_buffers=False), (longer,),
@@ -126,7 +125,7 @@ def rank_refusals(rank, world, rendezvous, name, out):
         refused["other shapes on another rank"] = None
     except acprof.BadInput as e:
         refused["other shapes on another rank"] = str(e)
-    for case, ddp in (("sharded by FSDP2", sharded),
+    for case, ddp in (("sharded by FSDP2 below the root", sharded),
                       ("buffers broadcast", DDP(copy.deepcopy(model))),
                       ("gradient as bucket view", DDP(copy.deepcopy(model), broadcast_buffers=False,
                                                       gradient_as_bucket_view=True)),
@@ -153,7 +152,7 @@ def test_what_ddp_does_that_acprof_does_not_measure_is_refused_in_one_line():
     for rank, refused in enumerate(run_ranks("gpt_decoder", 2, rank_refusals)):
         for case, message in refused.items():
             assert message is not None and "\n" not in message, f"rank {rank}: {case} was fitted"
-        assert "is sharded by FSDP" in refused["sharded by FSDP2"]
+        assert "below an unsharded root" in refused["sharded by FSDP2 below the root"]
         assert "rank 1: int64[4, 48]" in refused["other shapes on another rank"]
         assert "broadcast_buffers=False" in refused["buffers broadcast"]
         assert "gradient_as_bucket_view=False" in refused["gradient as bucket view"]

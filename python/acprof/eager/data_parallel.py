@@ -46,9 +46,12 @@ def refuse_sharded(model: torch.nn.Module) -> None:
     sharded = next((name or "its root" for name, m in model.named_modules()
                     if isinstance(m, (FSDPModule, FullyShardedDataParallel))), None)
     if sharded is not None:
-        raise BadInput(f"{type(model).__name__} is sharded by FSDP ({sharded}), which acprof does not fit yet: "
-                       "FSDP gathers and frees parameters in autograd functions of its own; fit the model "
-                       "under DistributedDataParallel, or unsharded on one device")
+        if sharded == "its root" and isinstance(model, FSDPModule):
+            raise BadInput(f"{type(model).__name__} is sharded by fully_shard, which acprof.fit fits (a plan inside each "
+                           "unit) and this call does not yet; call acprof.fit on every rank")
+        raise BadInput(f"{type(model).__name__} is sharded by FSDP ({sharded}) below an unsharded root, which acprof "
+                       "does not fit: FSDP gathers and frees parameters in autograd functions of its own; apply "
+                       "fully_shard to the root too and call acprof.fit, or fit the model unsharded")
 
 
 def check_supported(ddp: torch.nn.parallel.DistributedDataParallel) -> None:

@@ -14,6 +14,7 @@ the order they happened: the iteration of an event-stream document
 C++ engine derives the profile from it (acprof.engine); nothing here interprets the stream.
 """
 
+import collections
 from dataclasses import dataclass, field
 from typing import List, Tuple
 
@@ -75,10 +76,30 @@ def _is_allocation(event) -> bool:
     return event.tag == torch._C._profiler._EventType.Allocation
 
 
-def record_from_profiler(profiler: torch.profiler.profile, device: str = "cpu") -> ProfiledStep:
-    """The stream of one profiled step (markers and allocations of `device`), in order."""
+def record_from_profiler(profiler: torch.profiler.profile, device: str = "cpu",
+                         other_threads_by_time: bool = False) -> ProfiledStep:
+    """The stream of one profiled step (markers and allocations of `device`), in order. The profiler
+    gives each thread's events a tree of their own; by default a tree is walked whole where it
+    starts. With `other_threads_by_time`, the allocations of threads other than the step's own (the
+    one with the most events) enter the stream where they happened among the step's own: a
+    communication backend's worker thread allocates scratch space while the step's thread waits on
+    its collective (gloo, sharded.py), and walked whole where its tree starts that scratch would land
+    after the wait's whole subtree, beside what the step allocated after the wait."""
     record = ProfiledStep()
     roots = sorted(profiler.profiler.kineto_results.experimental_event_tree(), key=lambda e: e.start_time_ns)
+    foreign: List = []
+    if other_threads_by_time and roots:
+        threads = collections.Counter(root.start_tid for root in roots)
+        own_thread = threads.most_common(1)[0][0]
+        stack = [root for root in roots if root.start_tid != own_thread]
+        while stack:
+            event = stack.pop()
+            if _is_allocation(event):
+                foreign.append(event)
+            stack.extend(event.children)
+        foreign.sort(key=lambda e: e.start_time_ns)
+        roots = [root for root in roots if root.start_tid == own_thread]
+    next_foreign = [0]
 
     def current_step() -> int:
         return len(record.steps) - 1
@@ -87,13 +108,21 @@ def record_from_profiler(profiler: torch.profiler.profile, device: str = "cpu") 
         record.steps.append(dict(phase=phase, first_event=len(record.events),
                                  time_us=max(event.duration_time_ns, 0) / 1000.0, **fields))
 
-    def visit(event) -> None:
-        if _is_allocation(event):
-            fields = event.extra_fields
-            if str(fields.device.type) != device.split(":")[0]:
-                return
+    def allocation(event) -> None:
+        fields = event.extra_fields
+        if str(fields.device.type) == device.split(":")[0]:
             record.events.append({"ptr": fields.ptr, "delta_bytes": fields.alloc_size,
                                   "allocator_total": fields.total_allocated, "step": max(current_step(), 0)})
+
+    def other_threads_until(time_ns: int) -> None:
+        while next_foreign[0] < len(foreign) and foreign[next_foreign[0]].start_time_ns <= time_ns:
+            allocation(foreign[next_foreign[0]])
+            next_foreign[0] += 1
+
+    def visit(event) -> None:
+        other_threads_until(event.start_time_ns)
+        if _is_allocation(event):
+            allocation(event)
             return
         name = event.name
         node = None
@@ -124,4 +153,5 @@ def record_from_profiler(profiler: torch.profiler.profile, device: str = "cpu") 
 
     for root in roots:
         visit(root)
+    other_threads_until(float("inf"))
     return record

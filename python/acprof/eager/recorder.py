@@ -82,8 +82,16 @@ def _optimizer_state_tensors(optimizer: Optional[torch.optim.Optimizer], module:
             for key, value in state.items() if isinstance(value, torch.Tensor)]
 
 
+def _local(t: torch.Tensor) -> torch.Tensor:
+    """The tensor whose storage this process holds: a DTensor's local shard (FSDP2's parameters,
+    gradients and optimizer state are DTensors), any other tensor itself."""
+    if torch.distributed.is_available() and isinstance(t, torch.distributed.tensor.DTensor):
+        return t.to_local()
+    return t
+
+
 def _storage(t: torch.Tensor) -> tuple:
-    storage = t.untyped_storage()
+    storage = _local(t).untyped_storage()
     return storage.data_ptr(), storage.nbytes()
 
 
@@ -186,6 +194,22 @@ def _clear_gradients(module: torch.nn.Module) -> None:
         p.grad = None
 
 
+# Whether what_the_profiler_saw places other threads' allocations by time (event_stream's
+# other_threads_by_time): inside other_threads_by_time(), as a sharded step's measurements are.
+_other_threads_by_time = [False]
+
+
+@contextlib.contextmanager
+def other_threads_by_time():
+    """Within it, the steps measured place the allocations of other threads (a communication
+    backend's workers) where they happened (event_stream.record_from_profiler)."""
+    _other_threads_by_time.append(True)
+    try:
+        yield
+    finally:
+        _other_threads_by_time.pop()
+
+
 def what_the_profiler_saw(step_fn) -> event_stream.ProfiledStep:
     """What the profiler saw of `step_fn()` (its allocations, steps and marks), as the stream reads it."""
     # Kineto, which torch.profiler runs on, prints "profiler_start"/"profiler_stop" lines on every
@@ -195,7 +219,7 @@ def what_the_profiler_saw(step_fn) -> event_stream.ProfiledStep:
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
         held = step_fn()
-    record = event_stream.record_from_profiler(prof)
+    record = event_stream.record_from_profiler(prof, other_threads_by_time=_other_threads_by_time[-1])
     del held
     return record
 

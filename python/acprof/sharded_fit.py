@@ -1,0 +1,154 @@
+"""fit() of a model sharded by FSDP2 (fully_shard on each block, then on the root), on every rank:
+a plan inside each unit (eager/sharded.py), the rank's step measured against a per-rank budget and
+verified bit for bit against the same FSDP2 step without acprof.
+
+The planner predicts one process's step to the byte; a sharded step also holds what FSDP moves
+around it (each rank's shards, the gathered parameters of the unit computing and of the one
+prefetched, the all-gather and reduce-scatter buffers), which no profile of a unit states. So, as
+under torch.compile (compiled_fit.py), the budget is kept by measurement, on a ladder of plans fixed
+before the budget is read:
+  - each unit is profiled once, its parameters gathered (FSDPModule.unshard), on the call it received
+    in a step of the model, and planned from the memory alone (every op 1 us: the same plans on every
+    rank and every run);
+  - rung k is every unit's plan for its own budget peak - (peak - floor) * k / (RUNGS - 1), from
+    nothing recomputed (rung 0, the model's own step) to every unit at its floor;
+  - each rung in turn is installed and the sharded step measured on every rank; the first whose
+    largest rank's peak is within the budget is the result, and that measured peak is its prediction.
+Monotone for the same reason as compile's ladder: the rungs and their peaks do not depend on the
+budget. Every rank computes the same ladder, and takes rank 0's decisions to be sure: ranks that
+ran different plans would run different ops inside the units, not different collectives, but the
+budget is one promise for the job.
+"""
+
+from typing import Any, Dict, List, Tuple
+
+import torch
+
+from . import engine
+from .compiled_fit import RUNGS, with_unit_op_times
+from .errors import BadInput, BudgetExceeded, InfeasibleBudget, VerificationFailed
+from .eager import sharded
+from .eager.apply import apply_plan
+from .eager.call import positional
+from .eager.compiled import aligned_decisions
+from .eager.recorder import ProfileCost, TrainingStep, measure_step, other_threads_by_time
+from .eager.training_state import training_state_kept
+from .eager.verification import compare_steps
+
+
+def fit_sharded(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, optimizer, verify: bool,
+                solver: str, seed: int):
+    from .fit import (FitResult, _budget_text, _call, _floor_bytes, _loss, _outcome, _plan,  # fit.py calls this
+                      _profile, _trainable)
+
+    _trainable(model)
+    units = sharded.units_of(model)
+    sharded.finish_collectives(model)
+    for unit in units:
+        sharded.remove_policy(unit)
+    call, loss = _call(example_inputs), _loss(loss_fn)
+    with positional(model, call), other_threads_by_time():
+        def measured() -> dict:
+            return sharded.local_step(measure_step(model, call.tensors, loss, seed=seed, optimizer=optimizer))
+
+        with training_state_kept(model, optimizer), sharded.recording_units(units) as seen:
+            TrainingStep(list(call.tensors), loss, None, seed, "", optimizer).warm_up(model, lambda: model(*call.tensors))
+        planned: Dict[str, tuple] = {}
+        for unit in units:
+            unit_call, _ = seen[unit.name]
+            plain = sharded.ClassForward(unit.module)
+            unit.module.unshard()
+            try:
+                with positional(plain, unit_call):
+                    graph, profile = _profile(plain, unit_call.tensors, None, None, seed, ProfileCost(),
+                                              most_iterations=1)
+            finally:
+                unit.module.reshard()
+            timeless = with_unit_op_times(profile)
+            peak = profile["summary"]["peak_bytes"]
+            planned[unit.name] = (plain, graph, timeless, peak, _floor_bytes(_outcome(timeless, "1B", solver), peak))
+
+        before = measured()
+        peak = sharded.all_ranks_max(before["peak_bytes"])
+        try:
+            budget_bytes = engine.budget_bytes(_budget_text(budget), peak)
+        except engine.EngineError as e:
+            raise BadInput(str(e)) from None
+        tried: List[Tuple[int, int]] = [(0, peak)]
+        plans: Dict[str, dict] = {}
+        after, policies = before, {}
+        for k in range(1, RUNGS + 1):
+            if tried[-1][1] <= budget_bytes:
+                break
+            decisions = {}
+            for unit in units:
+                if k == RUNGS:  # the last rung: every unit recomputed whole, as per-block checkpointing
+                    plans[unit.name] = {"segments": [], "whole_unit_recomputed": True}
+                    decisions[unit.name] = [True] * len(seen[unit.name][1])
+                    continue
+                plain, graph, timeless, unit_peak, unit_floor = planned[unit.name]
+                plans[unit.name] = _plan(timeless, int(unit_peak - (unit_peak - unit_floor) * k / (RUNGS - 1)), solver)
+                checkpointed = apply_plan(plain, plans[unit.name], profile=timeless, graph=graph)
+                decisions[unit.name] = aligned_decisions(sharded.eager_ops(checkpointed, timeless), seen[unit.name][1])
+            decisions = sharded.same_on_every_rank(decisions)
+            policies = sharded.plan_policies(units, {u.name: seen[u.name][1] for u in units}, decisions)
+            after = measured()
+            tried.append((k, sharded.all_ranks_max(after["peak_bytes"])))
+        if tried[-1][1] > budget_bytes:
+            for unit in units:
+                sharded.remove_policy(unit)
+            smallest = min(p for _, p in tried)
+            raise InfeasibleBudget(
+                f"no plan of {type(model).__name__}'s {len(units)} FSDP units fits {engine.format_bytes(budget_bytes)} "
+                f"a rank: the smallest of {len(tried)} plans, from nothing recomputed to every unit at its floor, "
+                f"peaked at {engine.format_bytes(smallest)} ({smallest} B) on the largest rank; ask for at least that, "
+                "or shard over more ranks", smallest)
+        rung, predicted = tried[-1]
+        result = FitResult(model, _sharded_plan(units, plans, rung, budget_bytes, predicted),
+                           {"units": {u.name: planned[u.name][2] for u in units}}, budget_bytes, peak, predicted, None,
+                           0.0, sum(len(p["segments"]) for p in plans.values()) if rung else 0)
+        if not verify:
+            return result
+        try:
+            again = measured() if rung else before
+            _verify(result, before, again, policies, len(tried))
+        except Exception:
+            for unit in units:
+                sharded.remove_policy(unit)
+            raise
+    return result
+
+
+def _sharded_plan(units, plans: Dict[str, dict], rung: int, budget_bytes: int, predicted: int) -> dict:
+    """What fit chose, as data: each unit's plan (none at rung 0), the rung, the budget and the
+    measured prediction, per rank."""
+    return {"mode": "fsdp2", "rung": rung, "rungs": RUNGS, "budget_bytes": budget_bytes,
+            "predicted_peak_bytes": predicted, "world_size": torch.distributed.get_world_size(),
+            "segments": [s for p in plans.values() for s in p["segments"]] if rung else [],
+            "units": [{"name": u.name, "reshard_after_forward": u.reshard_after_forward,
+                       "plan": plans.get(u.name) if rung else None} for u in units]}
+
+
+def _verify(result, before: dict, after: dict, policies: Dict[str, list], rungs_tried: int) -> None:
+    """The chosen rung's step, measured again, against the model's own sharded step on every rank:
+    bit for bit, its largest rank's peak equal to the ladder's and within the budget."""
+    verdict = compare_steps(before, after, "", None)
+    differs = sharded.all_ranks_max(int(bool(verdict["differences"])))
+    if differs:
+        shown = "; ".join(verdict["differences"][:2]) or "on another rank"
+        raise VerificationFailed(f"the checkpointed FSDP units do not train like {type(result.module).__name__}'s own "
+                                 f"sharded step ({shown}); please report it with the model")
+    result.measured_peak_bytes = sharded.all_ranks_max(after["peak_bytes"])
+    recomputed = {name: made[-1].recomputed for name, made in policies.items() if made}
+    result.verification = {
+        "mode": "bitwise", "max_abs_diff": verdict["max_abs_diff"],
+        "gradients_compared": verdict["gradients_compared"], "buffers_compared": verdict["buffers_compared"],
+        "parameters_compared": verdict["parameters_compared"],
+        "original_measured_peak_bytes": sharded.all_ranks_max(before["peak_bytes"]),
+        "rank_measured_peak_bytes": after["peak_bytes"], "rungs_tried": rungs_tried,
+        "ops_recomputed": recomputed}
+    if result.measured_peak_bytes > result.budget_bytes:
+        over = result.measured_peak_bytes - result.budget_bytes
+        raise BudgetExceeded(f"the checkpointed FSDP step peaked at {engine.format_bytes(result.measured_peak_bytes)} "
+                             f"on its largest rank, {engine.format_bytes(over)} over the budget (its ladder measured "
+                             f"{engine.format_bytes(result.predicted_peak_bytes)}); please report it with the model")
