@@ -1,19 +1,23 @@
-"""FSDP2 on gloo ranks of this CPU: a steady-state training step's per-rank peak and time, with no
-checkpointing and with per-block non-reentrant checkpointing (checkpoint inside each block, then
-shard, as torchtitan applies them), measured side by side in one run (issue 62).
+"""FSDP2 on gloo ranks of this CPU: a steady-state training step's per-rank peak and time with no
+checkpointing, with per-block non-reentrant checkpointing (checkpoint inside each block, then
+shard, as torchtitan applies them), and with acprof.fit at per-block's peak and at acprof's own
+floor, measured side by side in one run (issue 62).
 
-    PYTHONPATH=python python3 bench/fsdp2_checkpointing.py [--world-size 2] [--steps 6] [--markdown]
+    PYTHONPATH=python python3 bench/fsdp2_checkpointing.py [--world-size 2] [--steps 6]
 
 Each rank builds the same GPT-style decoder (models/gpt.py, seed 0), shards each block and the root
 with fully_shard, trains with AdamW on its own batch, and measures its steps after the first (which
-makes the optimizer's state): the peak is the step's own allocations above what was alive when it
-began (the profiler's CPU allocation events), the time the median wall time of a step. Each
-setting's gradients after the first step are compared, on every rank, with the uncheckpointed run's:
-equal means bit for bit (torch.equal on each sharded gradient), and the script exits 1 where a
-setting's are not. Ratios are against no checkpointing. The peak is given as the largest and the
-least of the measured steps: on gloo they differ from step to step (see docs/benchmarks.md).
-acprof's own rows are not here yet; acprof.fit of a fully_shard model is measured in
-tests/python/fsdp2_fit_test.py (docs/data-parallel.md).
+makes the optimizer's state) as acprof measures a step (recorder.measure_step: the parameters'
+shards, the optimizer's state and the inputs alive at the start, then the profiler's CPU allocation
+events), each setting with the collectives acprof gives an FSDP model (eager/sharded.py: gloo's
+worker threads otherwise move the peak from step to step), the time the median wall time of a step.
+The acprof rows are acprof.fit's result: its budget is per-block's largest measured peak, and, for
+the floor, the smallest peak its ladder reaches (the InfeasibleBudget of a one-byte budget names
+it). Each setting's gradients after the first step are compared, on every rank, with the
+uncheckpointed run's: equal means bit for bit (torch.equal on each sharded gradient), and the script
+exits 1 where a setting's are not. Ratios are against no checkpointing. The peak is given as the
+largest and the least of the measured steps: checkpointed steps still differ from step to step on
+gloo (docs/data-parallel.md).
 """
 
 import argparse
@@ -28,71 +32,96 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..")]
+sys.path[:0] = [os.path.join(HERE, ".."), os.path.join(HERE, "..", "python")]
 
-from step_peak import step_peak  # noqa: E402  (bench/, beside this file)
-
-SETTINGS = ("no checkpointing", "per-block checkpoint (non-reentrant)")
+SETTINGS = ("no checkpointing", "per-block checkpoint (non-reentrant)", "acprof at per-block's peak",
+            "acprof at its floor")
 
 
 def build(setting: str, mesh):
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper
     from torch.distributed.fsdp import fully_shard
 
+    from acprof.eager import sharded
     from models import gpt
 
     torch.manual_seed(0)
     model = gpt.Gpt(gpt.GptConfig(layers=4, width=128, heads=4, seq_len=128, vocab=256, dropout=0.0))
-    if setting != SETTINGS[0]:
+    if setting == SETTINGS[1]:
         for i, block in enumerate(model.blocks):
             model.blocks[i] = checkpoint_wrapper(block, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
     for block in model.blocks:
         fully_shard(block, mesh=mesh)
     fully_shard(model, mesh=mesh)
+    sharded.finish_collectives(model)
     return model
 
 
 def rank_main(rank: int, world: int, init: str, steps: int, out: str) -> None:
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
+    import acprof
+    from acprof.eager.recorder import measure_step, other_threads_by_time
     from torch.distributed.device_mesh import init_device_mesh
     mesh = init_device_mesh("cpu", (world,))
     torch.set_num_threads(1)
     generator = torch.Generator().manual_seed(100 + rank)
     tokens = torch.randint(0, 256, (4, 128), generator=generator)
-    # Both settings built and stepped once first, then their steps alternated, so that neither
-    # pays for the machine's warm-up or a busy moment alone.
-    runs = {}
+
+    def loss_fn(logits):
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), tokens.flatten())
+
+    # Every setting built and stepped once first (the acprof rows fitted first, at per-block's
+    # largest peak and at acprof's floor), then their steps alternated, so that none pays for the
+    # machine's warm-up or a busy moment alone.
+    runs, refused = {}, {}
     for setting in SETTINGS:
         model = build(setting, mesh)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-
-        def step(model=model, optimizer=optimizer):
-            optimizer.zero_grad(set_to_none=True)
-            logits = model(tokens)
-            torch.nn.functional.cross_entropy(logits.flatten(0, 1), tokens.flatten()).backward()
-            optimizer.step()
-
+        if setting in SETTINGS[2:]:
+            from acprof.eager.sharded import all_ranks_max
+            if setting == SETTINGS[2]:
+                budget = all_ranks_max(max(runs[SETTINGS[1]][2]))
+            else:  # the floor the ladder names for a budget no rung reaches
+                try:
+                    acprof.fit(model, (tokens,), budget=1, loss_fn=loss_fn, optimizer=optimizer, verify=False)
+                except acprof.InfeasibleBudget as e:
+                    budget = e.floor_bytes
+            try:
+                acprof.fit(model, (tokens,), budget=budget, loss_fn=loss_fn, optimizer=optimizer)
+            except acprof.InfeasibleBudget as e:  # a row of its own: what acprof reached instead
+                refused[setting] = (budget, e.floor_bytes)
+                continue
         optimizer.zero_grad(set_to_none=True)
-        logits = model(tokens)
-        torch.nn.functional.cross_entropy(logits.flatten(0, 1), tokens.flatten()).backward()
+        loss_fn(model(tokens)).backward()
         first_gradients = [p.grad.to_local().clone() for p in model.parameters()]
         optimizer.step()
-        runs[setting] = (step, first_gradients, [], [])
+        runs[setting] = (model, optimizer, [], [], first_gradients)
+        if setting == SETTINGS[1]:  # per-block's peaks first: the acprof row's budget
+            with other_threads_by_time():
+                runs[setting][2].extend(measure_step(model, [tokens], loss_fn, optimizer=optimizer)["peak_bytes"]
+                                        for _ in range(4))
     for _ in range(steps):
-        for setting in SETTINGS:
-            step, _, peaks, times = runs[setting]
+        for setting in runs:
+            model, optimizer, peaks, times, _ = runs[setting]
             dist.barrier()
             started = time.perf_counter()
-            step()
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(model(tokens)).backward()
+            optimizer.step()
             times.append(time.perf_counter() - started)
             dist.barrier()
-            peaks.append(step_peak(step))
+            with other_threads_by_time():
+                peaks.append(measure_step(model, [tokens], loss_fn, optimizer=optimizer)["peak_bytes"])
     results = {setting: (max(peaks), min(peaks), statistics.median(times), gradients)
-               for setting, (_, gradients, peaks, times) in runs.items()}
+               for setting, (_, _, peaks, times, gradients) in runs.items()}
     base = results[SETTINGS[0]]
     lines = []
     for setting in SETTINGS:
+        if setting in refused:
+            budget, reached = refused[setting]
+            lines.append(f"{rank}\t{setting}: {budget} refused, its smallest rung peaked at {reached}\t\t\t\t\t\tnone")
+            continue
         peak, least, seconds, gradients = results[setting]
         equal = all(torch.equal(a, b) for a, b in zip(gradients, base[3]))
         lines.append(f"{rank}\t{setting}\t{peak}\t{least}\t{seconds:.4f}\t{peak / base[0]:.3f}\t"
@@ -120,7 +149,7 @@ def main() -> int:
     for row in rows:
         print("| " + " | ".join(row) + " |")
     # A comparison of peaks and times means something only between steps that compute the same.
-    differ = [f"rank {row[0]} {row[1]}" for row in rows if row[-1] != "equal"]
+    differ = [f"rank {row[0]} {row[1]}" for row in rows if row[-1] not in ("equal", "none")]
     if differ:
         print(f"gradients differ from no checkpointing's: {', '.join(differ)}", file=sys.stderr)
     return 1 if differ else 0

@@ -47,6 +47,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from acprof.compiled_fit import with_unit_op_times
+
 # Activations many times the weights (a batch of 512 rows of 32), so that there is memory to save.
 WIDTH = 32
 BATCH = 512
@@ -347,16 +349,6 @@ class Checker:
         else:
             print(f"  eager halfway: bit for bit, measured = predicted = {after['peak_bytes']} B "
                   f"<= {plan['budget_bytes']} B", flush=True)
-
-
-def with_unit_op_times(profile: Dict) -> Dict:
-    """The profile with every step's and node's time 1 us: the plan then follows from the memory
-    alone, the same on every machine and run (the solvers minimize extra time too)."""
-    for step in profile["steps"]:
-        step["time_us"] = 1.0
-    for node in profile["nodes"]:
-        node["forward_time_us"] = 1.0
-    return profile
 
 
 def main() -> int:

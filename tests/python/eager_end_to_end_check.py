@@ -31,6 +31,7 @@ import sys
 import torch
 
 from acprof import eager
+from acprof.compiled_fit import with_unit_op_times
 from acprof.eager.autocast_state import autocast_context
 
 
@@ -134,16 +135,6 @@ def run_acprof(acprof, args, cwd, allowed=(0,)):
     return done
 
 
-def with_unit_op_times(profile, path):
-    """The profile with every step's and every node's time 1 us, written back to `path`."""
-    for step in profile["steps"]:
-        step["time_us"] = 1.0
-    for node in profile["nodes"]:
-        node["forward_time_us"] = 1.0
-    with open(path, "w") as handle:
-        json.dump(profile, handle)
-
-
 def budget_bytes(acprof, work, how, baseline_bytes):
     run_acprof(acprof, ["plan", "profile.json", "--budget", "1B", "--outcome", "floor.json", "-o", "unused.json"],
                work, allowed=(3,))
@@ -190,7 +181,9 @@ def main():
     profile = eager.record_profile(profiled, inputs, loss=loss, target=target, path=profile_path,
                                    autocast=args.autocast)
     if args.unit_op_times:
-        with_unit_op_times(profile, profile_path)
+        profile = with_unit_op_times(profile)
+        with open(profile_path, "w") as handle:
+            json.dump(profile, handle)
     baseline = profile["summary"]["peak_bytes"]
     budget = budget_bytes(args.acprof, args.work, args.budget, baseline)
     run_acprof(args.acprof, ["plan", "profile.json", "--budget", str(budget), "-o", "plan.json"], args.work)

@@ -1,12 +1,14 @@
 """acprof.fit of a model sharded by FSDP2 (fully_shard on each block, then the root) on gloo ranks
 of this CPU: a GPT-style decoder (models/gpt.py) and a Hugging Face Llama built from a config, AdamW
 in the step, each rank on its own batch. On every rank the fitted step's measured peak is within the
-per-rank budget and below the model's own sharded step, every rank runs the same plan, and the
-user's own loop trains like the same FSDP2 setup without acprof bit for bit: sharded gradients and
-stepped parameters, step after step. The model's own sharded step, with the collectives acprof
+prediction (the ladder's measurement and its reserve), the prediction within the per-rank budget,
+and both below the model's own sharded step, every rank runs the same plan, and the user's own
+loop trains like the same FSDP2 setup without acprof bit for bit: sharded gradients and stepped
+parameters, step after step. The model's own sharded step, with the collectives acprof
 gives it, peaks at one number step after step. Not asserted, because it does not hold yet: that the
-checkpointed step's peak equals the ladder's measurement to the byte (it moves by whole multiples
-of one unit's gathered parameters between steps: docs/data-parallel.md). Ranks meet through a file.
+checkpointed step's peak equals the prediction to the byte (it moves by whole multiples of one
+unit's gathered parameters between steps, which the reserve covers: docs/data-parallel.md). Ranks
+meet through a file.
 """
 
 import json
@@ -113,7 +115,7 @@ def test_fsdp2_ranks_measure_their_prediction_and_train_bit_for_bit(name, world,
     print(json.dumps([{k: v for k, v in r.items() if k != "segments"} for r in ranks]))
     for rank, r in enumerate(ranks):
         assert r["differences"] == [], f"rank {rank}: {r['differences'][:3]}"
-        assert r["measured"] <= r["budget"] and r["predicted"] <= r["budget"], f"rank {rank}"
+        assert r["measured"] <= r["predicted"] <= r["budget"], f"rank {rank}"
         assert r["rung"] > 0 and r["measured"] < r["peak"], f"rank {rank}: nothing is saved"
         assert len(set(r["own_peaks"])) == 1 and r["original_measured"] == r["peak"], f"rank {rank}: {r['own_peaks']}"
         assert sum(r["recomputed"].values()) > 0, f"rank {rank}: the policies recomputed no op"
