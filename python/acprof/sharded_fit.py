@@ -46,12 +46,13 @@ from .eager.verification import compare_steps
 # was the same in every run. A rung's prediction is the least of these steps plus the reserve.
 STEPS_PER_RUNG = 3
 
-# The reserve, in the largest unit's gathered parameters: the most a checkpointed step's peak was
-# seen above its least. A rung with nothing checkpointed measured one number and keeps none.
-# Observed, not derived: predicted from the largest measured step with no reserve, a fit at the
-# floor the ladder had named peaked 663,756 B over it when verified; from the largest with the
-# reserve, the floor named by one fit was 129,336 B short of the next fit's.
-RESERVE_UNITS = 2
+# The reserve, in the largest unit's gathered parameters: above the most a checkpointed step's peak
+# was seen over its least (2 of them and 129,336 B, on the decoder). A rung with nothing
+# checkpointed measured one number and keeps none. Observed, not derived: predicted from the
+# largest measured step with no reserve, a fit at the floor the ladder had named peaked 663,756 B
+# over it when verified; from the largest with a reserve of 2, the floor named by one fit was
+# 129,336 B short of the next fit's.
+RESERVE_UNITS = 3
 
 
 def fit_sharded(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, optimizer, verify: bool,

@@ -154,4 +154,47 @@ def record_from_profiler(profiler: torch.profiler.profile, device: str = "cpu",
     for root in roots:
         visit(root)
     other_threads_until(float("inf"))
+    return _with_unrecorded_frees(record) if other_threads_by_time else record
+
+
+def _with_unrecorded_frees(record: ProfiledStep) -> ProfiledStep:
+    """The stream with the frees the profiler did not record put back where the allocator's own
+    total says they happened. The CPU allocator keeps one total for every thread and every event
+    carries it (`allocator_total`), but the profiler records an event only on a thread it profiles:
+    gloo's worker thread, which profiles the collective it runs, destroys the work object after it,
+    and where the step's thread has let the work go by then, the storages the work held (gloo's copy
+    of a reduce-scatter input) are freed there unrecorded, and the stream holds them for the rest
+    of the step. Where an event's total is lower than the one before plus its own delta, the
+    difference was freed in between: the storage alive in the stream with exactly that many bytes,
+    the latest allocated, is freed there; a difference no live storage matches is left as it is."""
+    events, live = [], {}
+    moved = []  # old index -> new index
+    for i, event in enumerate(record.events):
+        if events and "allocator_total" in event and "allocator_total" in events[-1]:
+            gap = events[-1]["allocator_total"] + event["delta_bytes"] - event["allocator_total"]
+            if gap > 0:
+                matching = [ptr for ptr, (nbytes, _) in live.items() if nbytes == gap]
+                if matching:
+                    ptr = max(matching, key=lambda p: live[p][1])
+                    del live[ptr]
+                    events.append({"ptr": ptr, "delta_bytes": -gap, "step": event["step"],
+                                   "allocator_total": events[-1]["allocator_total"] - gap})
+        moved.append(len(events))
+        events.append(event)
+        if event["delta_bytes"] > 0:
+            live[event["ptr"]] = (event["delta_bytes"], i)
+        else:
+            live.pop(event["ptr"], None)
+    if len(events) == len(record.events):
+        return record
+    moved.append(len(events))  # an index one past the last event stays one past it
+
+    def at(index: int) -> int:
+        return moved[index]
+    for step in record.steps:
+        step["first_event"] = at(step["first_event"])
+    for mark in record.saved_tensors + record.gradients:
+        mark["event_index"] = at(mark["event_index"])
+    record.node_ends = [(node, at(end)) for node, end in record.node_ends]
+    record.events = events
     return record
