@@ -7,13 +7,14 @@ around it (each rank's shards, the gathered parameters of the unit computing and
 prefetched, the all-gather and reduce-scatter buffers), which no profile of a unit states. So, as
 under torch.compile (compiled_fit.py), the budget is kept by measurement, on a ladder of plans fixed
 before the budget is read:
-  - each unit is profiled once, its parameters gathered (FSDPModule.unshard), on the call it received
-    in a step of the model, and planned from the memory alone (every op 1 us: the same plans on every
-    rank and every run);
-  - rung k is every unit's plan for its own budget peak - (peak - floor) * k / (RUNGS - 1), from
-    nothing recomputed (rung 0, the model's own step) to every unit at its floor, and a last rung
-    recomputes every unit whole (per-block checkpointing): a unit planned alone does not see that
-    the units' saved activations stack up across the step, so its floor can hold more than that;
+  - the units are profiled with their parameters gathered (FSDPModule.unshard), on the calls they
+    received in a step of the model, and planned from the memory alone (every op 1 us: the same
+    plans on every rank and every run). Alike units (one class, one shape of call) are profiled as
+    one chain of as many calls as there are units, whose saved activations stack up as the model's
+    do, and unit i takes the decisions of call i; other units each alone;
+  - rung k is the plan for the budget peak - (peak - floor) * k / (RUNGS - 1), from nothing
+    recomputed (rung 0, the model's own step) to the floor, and a last rung recomputes every unit
+    whole (per-block checkpointing);
   - each rung in turn is installed and the sharded step measured on every rank, STEPS_PER_RUNG
     times; its prediction is the largest rank's least peak of those, with RESERVE_UNITS of reserve
     where it checkpoints; the first rung whose prediction is within the budget is the result.
@@ -57,8 +58,7 @@ RESERVE_UNITS = 3
 
 def fit_sharded(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, optimizer, verify: bool,
                 solver: str, seed: int):
-    from .fit import (FitResult, _budget_text, _call, _floor_bytes, _loss, _outcome, _plan,  # fit.py calls this
-                      _profile, _trainable)
+    from .fit import FitResult, _budget_text, _call, _loss, _trainable  # fit.py calls this
 
     _trainable(model)
     units = sharded.units_of(model)
@@ -76,20 +76,7 @@ def fit_sharded(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, op
 
         with training_state_kept(model, optimizer), sharded.recording_units(units) as seen:
             TrainingStep(list(call.tensors), loss, None, seed, "", optimizer).warm_up(model, lambda: model(*call.tensors))
-        planned: Dict[str, tuple] = {}
-        for unit in units:
-            unit_call, _ = seen[unit.name]
-            plain = sharded.ClassForward(unit.module)
-            unit.module.unshard()
-            try:
-                with positional(plain, unit_call):
-                    graph, profile = _profile(plain, unit_call.tensors, None, None, seed, ProfileCost(),
-                                              most_iterations=1)
-            finally:
-                unit.module.reshard()
-            timeless = with_unit_op_times(profile)
-            peak = profile["summary"]["peak_bytes"]
-            planned[unit.name] = (plain, graph, timeless, peak, _floor_bytes(_outcome(timeless, "1B", solver), peak))
+        profiles, decide = _planning(units, seen, seed, solver)
 
         before = measured()
         peak = sharded.all_ranks_max(before["peak_bytes"])
@@ -104,16 +91,11 @@ def fit_sharded(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, op
         for k in range(1, RUNGS + 1):
             if tried[-1][1] <= budget_bytes:
                 break
-            decisions = {}
-            for unit in units:
-                if k == RUNGS:  # the last rung: every unit recomputed whole, as per-block checkpointing
-                    plans[unit.name] = {"segments": [], "whole_unit_recomputed": True}
-                    decisions[unit.name] = [True] * len(seen[unit.name][1])
-                    continue
-                plain, graph, timeless, unit_peak, unit_floor = planned[unit.name]
-                plans[unit.name] = _plan(timeless, int(unit_peak - (unit_peak - unit_floor) * k / (RUNGS - 1)), solver)
-                checkpointed = apply_plan(plain, plans[unit.name], profile=timeless, graph=graph)
-                decisions[unit.name] = aligned_decisions(sharded.eager_ops(checkpointed, timeless), seen[unit.name][1])
+            if k == RUNGS:  # the last rung: every unit recomputed whole, as per-block checkpointing
+                plans = {"every unit recomputed whole": {"segments": []}}
+                decisions = {u.name: [True] * len(seen[u.name][1]) for u in units}
+            else:
+                plans, decisions = decide(k)
             decisions = sharded.same_on_every_rank(decisions)
             policies = sharded.plan_policies(units, {u.name: seen[u.name][1] for u in units}, decisions)
             after = measured()
@@ -129,18 +111,74 @@ def fit_sharded(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, op
                 "or shard over more ranks", smallest)
         rung, predicted = tried[-1]
         result = FitResult(model, _sharded_plan(units, plans, rung, budget_bytes, predicted),
-                           {"units": {u.name: planned[u.name][2] for u in units}}, budget_bytes, peak, predicted, None,
+                           {"planned_from": profiles}, budget_bytes, peak, predicted, None,
                            0.0, sum(len(p["segments"]) for p in plans.values()) if rung else 0)
         if not verify:
             return result
         try:
             again = measured() if rung else before
-            _verify(result, before, again, policies, len(tried), reserve if rung else 0)
+            _verify(result, before, again, policies, tried, reserve if rung else 0)
         except Exception:
             for unit in units:
                 sharded.remove_policy(unit)
             raise
     return result
+
+
+def _planning(units, seen: Dict[str, list], seed: int, solver: str):
+    """(the profiles planned, decide): decide(k) is rung k's plans and each unit's decision of each
+    op it traced. Alike units are profiled as one chain of them (eager/sharded.py UnitChain), whose
+    saved activations stack up as the model's do, and each unit takes the decisions of its place in
+    the chain; other units each alone, which misses the stacking (docs/data-parallel.md)."""
+    from .fit import _floor_bytes, _outcome, _plan, _profile
+    from .errors import AcprofError
+
+    def profiled(module, unit, tensors):
+        unit.module.unshard()
+        try:
+            graph, profile = _profile(module, tensors, None, None, seed, ProfileCost(), most_iterations=1)
+        finally:
+            unit.module.reshard()
+        timeless = with_unit_op_times(profile)
+        peak = profile["summary"]["peak_bytes"]
+        return graph, timeless, peak, _floor_bytes(_outcome(timeless, "1B", solver), peak)
+
+    def rung_budget(peak: int, floor: int, k: int) -> int:
+        return int(peak - (peak - floor) * k / (RUNGS - 1))
+
+    calls = {u.name: seen[u.name][0] for u in units}
+    if len(units) > 1 and sharded.alike(units, calls):
+        first = units[0]
+        chain = sharded.UnitChain(first.module, calls[first.name], len(units))
+        try:
+            graph, timeless, peak, floor = profiled(chain, first, calls[first.name].tensors)
+        except AcprofError:
+            graph = None  # a unit whose output is not its next call's input: each alone below
+        if graph is not None:
+            def decide_in_chain(k: int):
+                plan = _plan(timeless, rung_budget(peak, floor, k), solver)
+                ops = sharded.eager_ops(apply_plan(chain, plan, profile=timeless, graph=graph), timeless)
+                per_unit = len(ops) // len(units)
+                return {"chain of alike units": plan}, {
+                    u.name: aligned_decisions(ops[i * per_unit:(i + 1) * per_unit], seen[u.name][1])
+                    for i, u in enumerate(units)}
+            return {"chain of alike units": timeless}, decide_in_chain
+
+    planned = {}
+    for unit in units:
+        plain = sharded.ClassForward(unit.module)
+        with positional(plain, calls[unit.name]):
+            planned[unit.name] = (plain,) + profiled(plain, unit, calls[unit.name].tensors)
+
+    def decide_alone(k: int):
+        plans, decisions = {}, {}
+        for unit in units:
+            plain, graph, timeless, peak, floor = planned[unit.name]
+            plans[unit.name] = _plan(timeless, rung_budget(peak, floor, k), solver)
+            ops = sharded.eager_ops(apply_plan(plain, plans[unit.name], profile=timeless, graph=graph), timeless)
+            decisions[unit.name] = aligned_decisions(ops, seen[unit.name][1])
+        return plans, decisions
+    return {u.name: planned[u.name][2] for u in units}, decide_alone
 
 
 def _sharded_plan(units, plans: Dict[str, dict], rung: int, budget_bytes: int, predicted: int) -> dict:
@@ -149,11 +187,14 @@ def _sharded_plan(units, plans: Dict[str, dict], rung: int, budget_bytes: int, p
     return {"mode": "fsdp2", "rung": rung, "rungs": RUNGS, "budget_bytes": budget_bytes,
             "predicted_peak_bytes": predicted, "world_size": torch.distributed.get_world_size(),
             "segments": [s for p in plans.values() for s in p["segments"]] if rung else [],
+            "planned_as": ("each unit alone" if set(plans) == {u.name for u in units} else next(iter(plans)))
+            if rung else "",
             "units": [{"name": u.name, "reshard_after_forward": u.reshard_after_forward,
                        "plan": plans.get(u.name) if rung else None} for u in units]}
 
 
-def _verify(result, before: dict, after: dict, policies: Dict[str, list], rungs_tried: int, reserve: int) -> None:
+def _verify(result, before: dict, after: dict, policies: Dict[str, list], tried: List[Tuple[int, int]],
+            reserve: int) -> None:
     """The chosen rung's step, measured again, against the model's own sharded step on every rank:
     bit for bit, its largest rank's peak within the budget (and, recorded, within the prediction)."""
     verdict = compare_steps(before, after, "", None)
@@ -170,7 +211,7 @@ def _verify(result, before: dict, after: dict, policies: Dict[str, list], rungs_
         "parameters_compared": verdict["parameters_compared"],
         "original_measured_peak_bytes": sharded.all_ranks_max(before["peak_bytes"]),
         "rank_measured_peak_bytes": after["peak_bytes"], "rank_least_measured_peak_bytes": after["least_peak_bytes"],
-        "steps_measured_per_rung": STEPS_PER_RUNG, "rungs_tried": rungs_tried,
+        "steps_measured_per_rung": STEPS_PER_RUNG, "rungs_tried_and_predictions": tried,
         "reserve_bytes": reserve, "within_prediction": result.measured_peak_bytes <= result.predicted_peak_bytes,
         "ops_recomputed": recomputed}
     if result.measured_peak_bytes > result.budget_bytes:

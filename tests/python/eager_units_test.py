@@ -194,3 +194,20 @@ def test_plan_policy_recomputes_the_plans_ops_saves_the_rest_and_never_recompute
     # A recompute (eager SAC asks again) counts apart and adds nothing to the forward's counts.
     again = SelectiveCheckpointContext(is_recompute=True)
     assert policy(again, aten.mm.default) == CheckpointPolicy.MUST_RECOMPUTE and policy.recomputed == 1
+
+
+def test_alike_units_form_a_chain_whose_calls_hand_on_the_hidden_state():
+    from acprof.eager.call import Call
+    from acprof.eager.sharded import Unit, UnitChain, alike
+    torch.manual_seed(0)
+    blocks = [torch.nn.Linear(4, 4) for _ in range(3)]
+    calls = {f"b{i}": Call.of((torch.randn(2, 4),), {}) for i in range(3)}
+    units = [Unit(f"b{i}", b, True) for i, b in enumerate(blocks)]
+    assert alike(units, calls)
+    wider = units[:2] + [Unit("b2", torch.nn.Linear(4, 4, bias=False), True)]
+    assert not alike(wider, calls)  # other parameters
+    longer = dict(calls, b2=Call.of((torch.randn(3, 4),), {}))
+    assert not alike(units, longer)  # another shape of call
+    x = calls["b0"].tensors[0]
+    chain = UnitChain(blocks[0], calls["b0"], 3)
+    assert torch.equal(chain(x), blocks[0](blocks[0](blocks[0](x))))

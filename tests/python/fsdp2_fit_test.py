@@ -94,6 +94,7 @@ def rank_main(rank, world, rendezvous, name, budget, out):
               "rung": result.plan["rung"], "segments": result.plan["segments"], "differences": differences,
               "units": [(u["name"], u["reshard_after_forward"]) for u in result.plan["units"]],
               "recomputed": result.verification["ops_recomputed"], "own_peaks": own_peaks,
+              "ladder": result.verification["rungs_tried_and_predictions"], "planned_as": result.plan["planned_as"],
               "original_measured": result.verification["original_measured_peak_bytes"]}
     with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump(record, f)
@@ -107,7 +108,9 @@ def run_ranks(name, world, budget):
         return [json.load(open(os.path.join(work, f"rank{r}.json"))) for r in range(world)]
 
 
-@pytest.mark.parametrize("name,world,budget", [("gpt_decoder", 2, "70%"), ("llama", 2, "90%"), ("gpt_decoder", 4, "70%")])
+# Each budget leaves room for a rung the planner made (a chain of the model's alike units), short
+# of recomputing every unit whole.
+@pytest.mark.parametrize("name,world,budget", [("gpt_decoder", 2, "70%"), ("llama", 2, "92%"), ("gpt_decoder", 4, "70%")])
 def test_fsdp2_ranks_measure_their_prediction_and_train_bit_for_bit(name, world, budget):
     if name == "llama":
         pytest.importorskip("transformers")
@@ -121,6 +124,7 @@ def test_fsdp2_ranks_measure_their_prediction_and_train_bit_for_bit(name, world,
         assert sum(r["recomputed"].values()) > 0, f"rank {rank}: the policies recomputed no op"
         assert r["segments"] == ranks[0]["segments"], f"rank {rank} runs another plan"
         assert len(r["units"]) >= 2 and all(reshard for _, reshard in r["units"])
+        assert r["planned_as"] == "chain of alike units", f"rank {rank}: {r['planned_as']}"
     # The largest rank's peak is the promise, the same number on every rank.
     assert max(r["rank_measured"] for r in ranks) == ranks[0]["measured"]
     assert len({r["measured"] for r in ranks}) == 1 and len({r["peak"] for r in ranks}) == 1

@@ -291,6 +291,39 @@ class ClassForward(torch.nn.Module):
         return type(self.unit).forward(self.unit, *args, **kwargs)
 
 
+class UnitChain(torch.nn.Module):
+    """The unit's class forward called `times` times in a row, each call's output (its first tensor)
+    the next call's first argument, the other arguments the recorded call's: for planning, a stand-in
+    for the model's alike units, whose saved activations stack up across the forward as theirs do
+    (a unit planned alone keeps what costs its own step nothing). Without FSDP's hooks, like
+    ClassForward."""
+
+    def __init__(self, unit: torch.nn.Module, call: Call, times: int):
+        super().__init__()
+        self.unit, self.call, self.times = unit, call, times
+
+    def forward(self, *tensors):
+        args, kwargs = self.call.rebuild(tensors)
+        hidden, rest = args[0], tuple(args[1:])
+        for _ in range(self.times):
+            out = type(self.unit).forward(self.unit, hidden, *rest, **kwargs)
+            hidden = out if isinstance(out, torch.Tensor) else out[0]
+        return hidden
+
+
+def alike(units: Sequence[Unit], calls: Dict[str, Call]) -> bool:
+    """Whether every unit is the first's kind: one class, the same parameters' shapes, called with the
+    same structure and shapes, its first argument a tensor (the hidden state a chain hands on)."""
+    def parameters(module):
+        return [(name, tuple(p.shape), p.dtype) for name, p in module.named_parameters()]
+    first = units[0]
+    call = calls[first.name]
+    args, _ = call.rebuild(call.tensors)
+    return bool(args) and isinstance(args[0], torch.Tensor) and all(
+        type(u.module) is type(first.module) and parameters(u.module) == parameters(first.module)
+        and repr(calls[u.name].spec) == repr(call.spec) and calls[u.name].shapes == call.shapes for u in units)
+
+
 def local_step(step: dict) -> dict:
     """A measured step with each DTensor (a sharded gradient or parameter) as this rank's shard."""
     def local(t):
