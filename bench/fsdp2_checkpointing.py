@@ -62,6 +62,7 @@ def rank_main(rank: int, world: int, init: str, steps: int, out: str) -> None:
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     import acprof
     from acprof.eager.recorder import measure_step, other_threads_by_time
+    from acprof.eager.sharded import all_ranks_max
     from torch.distributed.device_mesh import init_device_mesh
     mesh = init_device_mesh("cpu", (world,))
     torch.set_num_threads(1)
@@ -79,7 +80,6 @@ def rank_main(rank: int, world: int, init: str, steps: int, out: str) -> None:
         model = build(setting, mesh)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
         if setting in SETTINGS[2:]:
-            from acprof.eager.sharded import all_ranks_max
             if setting == SETTINGS[2]:
                 budget = "70%"
             elif setting == SETTINGS[3]:

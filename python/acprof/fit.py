@@ -398,8 +398,7 @@ def uninstall(model: torch.nn.Module) -> None:
     if installed is not None and hasattr(installed, "acprof_checkpointed"):
         del model.__dict__["forward"]
     if sharded.is_sharded_root(model):
-        for unit in sharded.units_of(model):
-            sharded.remove_policy(unit)
+        sharded.remove_policies(model)
 
 
 def installed_plan(model: torch.nn.Module) -> Optional[CheckpointedModule]:

@@ -63,8 +63,7 @@ def fit_sharded(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, op
     _trainable(model)
     units = sharded.units_of(model)
     sharded.finish_collectives(model)
-    for unit in units:
-        sharded.remove_policy(unit)
+    sharded.remove_policies(model)
     call, loss = _call(example_inputs), _loss(loss_fn)
     with positional(model, call), other_threads_by_time():
         def measured() -> dict:
@@ -101,8 +100,7 @@ def fit_sharded(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, op
             after = measured()
             tried.append((k, sharded.all_ranks_max(after["least_peak_bytes"]) + reserve))
         if tried[-1][1] > budget_bytes:
-            for unit in units:
-                sharded.remove_policy(unit)
+            sharded.remove_policies(model)
             smallest = min(p for _, p in tried)
             raise InfeasibleBudget(
                 f"no plan of {type(model).__name__}'s {len(units)} FSDP units fits {engine.format_bytes(budget_bytes)} "
@@ -119,8 +117,7 @@ def fit_sharded(model: torch.nn.Module, example_inputs: Any, budget, loss_fn, op
             again = measured() if rung else before
             _verify(result, before, again, policies, tried, reserve if rung else 0)
         except Exception:
-            for unit in units:
-                sharded.remove_policy(unit)
+            sharded.remove_policies(model)
             raise
     return result
 

@@ -34,15 +34,26 @@ from .apply import CheckpointedModule
 from .training_state import training_state_kept
 
 
-def profiled_ops(checkpointed: CheckpointedModule) -> List[tuple]:
-    """(op, recomputed) of each aten op node of the profiled forward, in order: recomputed where a
-    planned segment holds it and it is not among the segment's outputs."""
+def recomputed_nodes(checkpointed: CheckpointedModule) -> set:
+    """The indices of the nodes a planned segment holds and does not hand on as an output."""
     recomputed = set()
     for segment in checkpointed.segments:
         leaving = set(segment.outputs)
         recomputed.update(n.index for n in segment.nodes if n.value not in leaving)
-    return [(node.fx_node.target, node.index in recomputed) for node in checkpointed.graph.nodes
+    return recomputed
+
+
+def op_nodes(checkpointed: CheckpointedModule) -> list:
+    """The aten op nodes of the profiled forward, in order: the ops a policy is asked about."""
+    return [node for node in checkpointed.graph.nodes
             if node.role == "compute" and isinstance(node.fx_node.target, torch._ops.OpOverload)]
+
+
+def profiled_ops(checkpointed: CheckpointedModule) -> List[tuple]:
+    """(op, recomputed) of each aten op node of the profiled forward, in order: recomputed where a
+    planned segment holds it and it is not among the segment's outputs."""
+    recomputed = recomputed_nodes(checkpointed)
+    return [(node.fx_node.target, node.index in recomputed) for node in op_nodes(checkpointed)]
 
 
 def aligned_decisions(profiled: Sequence[tuple], traced: Sequence[Any]) -> List[Optional[bool]]:
@@ -109,7 +120,7 @@ def _own_code(function):
     return function
 
 
-def _checkpointed(module: torch.nn.Module, make_policy: Callable[[], Any]):
+def checkpointed_forward(module: torch.nn.Module, make_policy: Callable[[], Any]):
     """The module's class forward under one selective checkpoint, a fresh policy per trace (Dynamo
     takes a context_fn that is a module-level function or a partial of one, not a closure)."""
     own_forward = functools.partial(type(module).forward, module)
@@ -135,7 +146,7 @@ def traced_ops(module: torch.nn.Module, args: Sequence[Any], kwargs: Dict[str, A
         policies.append(RecordingPolicy())
         return policies[-1]
     with training_state_kept(module):
-        torch.compile(_checkpointed(module, make_policy), backend="aot_eager")(*args, **kwargs)
+        torch.compile(checkpointed_forward(module, make_policy), backend="aot_eager")(*args, **kwargs)
     return policies[-1].ops
 
 
@@ -159,7 +170,7 @@ class CompiledPlan(torch.nn.Module):
         def make_policy():
             self.policies.append(PlanPolicy(traced, decisions))
             return self.policies[-1]
-        self._compiled = torch.compile(_checkpointed(module, make_policy), **compile_options)
+        self._compiled = torch.compile(checkpointed_forward(module, make_policy), **compile_options)
 
     def forward(self, *args, **kwargs):
         if not (self.training and torch.is_grad_enabled()):

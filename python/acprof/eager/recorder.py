@@ -82,7 +82,7 @@ def _optimizer_state_tensors(optimizer: Optional[torch.optim.Optimizer], module:
             for key, value in state.items() if isinstance(value, torch.Tensor)]
 
 
-def _local(t: torch.Tensor) -> torch.Tensor:
+def local_tensor(t: torch.Tensor) -> torch.Tensor:
     """The tensor whose storage this process holds: a DTensor's local shard (FSDP2's parameters,
     gradients and optimizer state are DTensors), any other tensor itself."""
     if torch.distributed.is_available() and isinstance(t, torch.distributed.tensor.DTensor):
@@ -91,7 +91,7 @@ def _local(t: torch.Tensor) -> torch.Tensor:
 
 
 def _storage(t: torch.Tensor) -> tuple:
-    storage = _local(t).untyped_storage()
+    storage = local_tensor(t).untyped_storage()
     return storage.data_ptr(), storage.nbytes()
 
 

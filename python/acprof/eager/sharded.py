@@ -22,18 +22,17 @@ What it costs is the overlap of a prefetched all-gather with the compute before 
 """
 
 import contextlib
-import functools
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 import torch.distributed as dist
-from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
 
 from ..errors import AcprofError, BadInput
 from .call import Call
-from .compiled import PlanPolicy, RecordingPolicy
+from .compiled import PlanPolicy, RecordingPolicy, checkpointed_forward, op_nodes, recomputed_nodes
+from .recorder import local_tensor
 
 # How long a finished collective's worker may keep its tensors before acprof calls it a hang.
 RELEASE_TIMEOUT_S = 60.0
@@ -174,18 +173,15 @@ def finish_collectives(model: torch.nn.Module) -> None:
 
 # -- the plan inside each unit -------------------------------------------------------------------
 
-def _contexts(make_policy: Callable[[], Any]):
-    return create_selective_checkpoint_contexts(make_policy())
-
-
 def _checkpointed_forward(module: torch.nn.Module, make_policy: Callable[[], Any]):
-    own_forward = functools.partial(type(module).forward, module)
-    context = functools.partial(_contexts, make_policy)
+    """The module's class forward under one selective checkpoint (compiled.checkpointed_forward) in
+    training with grad, and the class forward alone otherwise: nothing to recompute."""
+    checkpointed = checkpointed_forward(module, make_policy)
 
     def forward(*args, **kwargs):
         if not (module.training and torch.is_grad_enabled()):
-            return own_forward(*args, **kwargs)
-        return checkpoint(own_forward, *args, use_reentrant=False, context_fn=context, **kwargs)
+            return type(module).forward(module, *args, **kwargs)
+        return checkpointed(*args, **kwargs)
     forward.acprof_unit_policy = make_policy
     return forward
 
@@ -193,18 +189,19 @@ def _checkpointed_forward(module: torch.nn.Module, make_policy: Callable[[], Any
 def install_policy(unit: Unit, make_policy: Callable[[], Any]) -> None:
     """Makes the unit's forward its class forward under a selective checkpoint with a fresh
     `make_policy()` per call (FSDP's hooks stay around the unit's call)."""
-    remove_policy(unit)
+    _remove_policy(unit.module)
     unit.module.forward = _checkpointed_forward(unit.module, make_policy)
 
 
-def remove_policy(unit: Unit) -> None:
-    installed = unit.module.__dict__.get("forward")
-    if installed is not None and hasattr(installed, "acprof_unit_policy"):
-        del unit.module.__dict__["forward"]
+def _remove_policy(module: torch.nn.Module) -> None:
+    if hasattr(module.__dict__.get("forward"), "acprof_unit_policy"):
+        del module.__dict__["forward"]
 
 
-def has_policy(unit: Unit) -> bool:
-    return hasattr(unit.module.__dict__.get("forward"), "acprof_unit_policy")
+def remove_policies(model: torch.nn.Module) -> None:
+    """Takes every unit's plan out of the model: each unit's forward is its class's again."""
+    for module in model.modules():
+        _remove_policy(module)
 
 
 def plan_policies(units: Sequence[Unit], traced: Dict[str, List[Any]],
@@ -237,12 +234,8 @@ def eager_ops(checkpointed, profile: dict) -> List[tuple]:
         storage = values[node.value].get("tensor", -1)
         return storage >= 0 and bool(tensors[storage].get("saved_by"))
 
-    recomputed = set()
-    for segment in checkpointed.segments:
-        leaving = set(segment.outputs)
-        recomputed.update(n.index for n in segment.nodes if n.value not in leaving)
-    return [(node.fx_node.target, node.index in recomputed or not saved(node)) for node in checkpointed.graph.nodes
-            if node.role == "compute" and isinstance(node.fx_node.target, torch._ops.OpOverload)]
+    recomputed = recomputed_nodes(checkpointed)
+    return [(node.fx_node.target, node.index in recomputed or not saved(node)) for node in op_nodes(checkpointed)]
 
 
 def _kept(value: Any) -> Any:
@@ -276,7 +269,7 @@ def recording_units(units: Sequence[Unit]):
         for handle in handles:
             handle.remove()
         for unit in units:
-            remove_policy(unit)
+            _remove_policy(unit.module)
 
 
 class ClassForward(torch.nn.Module):
@@ -326,10 +319,8 @@ def alike(units: Sequence[Unit], calls: Dict[str, Call]) -> bool:
 
 def local_step(step: dict) -> dict:
     """A measured step with each DTensor (a sharded gradient or parameter) as this rank's shard."""
-    def local(t):
-        return t.to_local() if isinstance(t, torch.distributed.tensor.DTensor) else t
-    return {key: ({name: local(t) for name, t in value.items()} if isinstance(value, dict) else local(value))
-            for key, value in step.items()}
+    return {key: ({name: local_tensor(t) for name, t in value.items()} if isinstance(value, dict)
+                  else local_tensor(value)) for key, value in step.items()}
 
 
 def all_ranks_max(value: int) -> int:
